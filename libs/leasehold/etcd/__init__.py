@@ -1,0 +1,23 @@
+"""etcd building blocks: client, keyspace, sessions, elections, fenced writes, gap-free watches."""
+
+from leasehold.etcd.client import (
+    KV,
+    CompactedError,
+    EtcdClient,
+    EtcdError,
+    TxnResult,
+    WatchEvent,
+)
+from leasehold.etcd.keys import Keyspace
+from leasehold.etcd.session import Session
+
+__all__ = [
+    "KV",
+    "CompactedError",
+    "EtcdClient",
+    "EtcdError",
+    "Keyspace",
+    "Session",
+    "TxnResult",
+    "WatchEvent",
+]

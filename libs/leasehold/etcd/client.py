@@ -1,0 +1,345 @@
+"""A small asyncio etcd v3 client on top of aetcd's generated stubs.
+
+aetcd's high-level ``Client`` cannot read at a revision, page a range, use TLS, or resume a watch,
+all of which Leasehold needs; its stubs and messages are fine, so this module owns the gRPC
+channel and speaks to the stubs directly. Values above gRPC's default 4 MiB are possible on large
+range reads, so ranges are paged and the channel's receive limit is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import grpc
+from aetcd import rpc
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+PAGE_SIZE = 1000
+
+Compare = rpc.Compare
+RequestOp = rpc.RequestOp
+
+
+class EtcdError(Exception):
+    """etcd could not be reached or refused a request."""
+
+
+class CompactedError(EtcdError):
+    """A watch asked for a revision that etcd has compacted away."""
+
+    def __init__(self, compact_revision: int) -> None:
+        super().__init__(f"revision compacted; oldest available is {compact_revision}")
+        self.compact_revision = compact_revision
+
+
+@dataclass(frozen=True, slots=True)
+class KV:
+    key: bytes
+    value: bytes
+    create_revision: int
+    mod_revision: int
+    version: int
+    lease: int
+
+    @classmethod
+    def from_pb(cls, kv: rpc.KeyValue) -> KV:
+        return cls(kv.key, kv.value, kv.create_revision, kv.mod_revision, kv.version, kv.lease)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One change: ``kv.value`` is empty for deletions; ``prev`` is set when asked for."""
+
+    deleted: bool
+    kv: KV
+    prev: KV | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchBatch:
+    """The events of one watch response, all at or below ``revision``."""
+
+    events: tuple[WatchEvent, ...]
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnResult:
+    succeeded: bool
+    revision: int
+    responses: tuple[rpc.ResponseOp, ...]
+
+    def range_kvs(self, index: int) -> list[KV]:
+        return [KV.from_pb(kv) for kv in self.responses[index].response_range.kvs]
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The exclusive end of the key range that starts with ``prefix``."""
+    end = bytearray(prefix)
+    while end:
+        if end[-1] < 0xFF:
+            end[-1] += 1
+            return bytes(end)
+        end.pop()
+    return b"\0"
+
+
+# --- compare and operation builders -------------------------------------------------------------
+
+_OPS = {"=": Compare.EQUAL, "!=": Compare.NOT_EQUAL, "<": Compare.LESS, ">": Compare.GREATER}
+
+
+def cmp_create_revision(key: bytes, op: str, revision: int) -> rpc.Compare:
+    return Compare(result=_OPS[op], target=Compare.CREATE, key=key, create_revision=revision)
+
+
+def cmp_mod_revision(key: bytes, op: str, revision: int) -> rpc.Compare:
+    return Compare(result=_OPS[op], target=Compare.MOD, key=key, mod_revision=revision)
+
+
+def cmp_version(key: bytes, op: str, version: int) -> rpc.Compare:
+    return Compare(result=_OPS[op], target=Compare.VERSION, key=key, version=version)
+
+
+def op_put(key: bytes, value: bytes, lease: int = 0) -> rpc.RequestOp:
+    return RequestOp(request_put=rpc.PutRequest(key=key, value=value, lease=lease))
+
+
+def op_delete(key: bytes, *, prefix: bool = False) -> rpc.RequestOp:
+    end = prefix_end(key) if prefix else b""
+    return RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key, range_end=end))
+
+
+def op_get(key: bytes) -> rpc.RequestOp:
+    return RequestOp(request_range=rpc.RangeRequest(key=key))
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """Certificate files for a TLS (optionally mutual) connection."""
+
+    ca: str
+    cert: str = ""
+    key: str = ""
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: str) -> bytes | None:
+            if not path:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+
+        return grpc.ssl_channel_credentials(read(self.ca), read(self.key), read(self.cert))
+
+
+def _target(endpoints: Sequence[str]) -> str:
+    """A gRPC target for one or more ``host:port`` endpoints (several IPs fail over in order)."""
+    cleaned = [e.removeprefix("http://").removeprefix("https://") for e in endpoints]
+    if len(cleaned) == 1:
+        return cleaned[0]
+    if all(e.split(":")[0].replace(".", "").isdigit() for e in cleaned):
+        return "ipv4:" + ",".join(cleaned)
+    raise ValueError(
+        "several etcd endpoints must be IP addresses; use one DNS name that resolves to all"
+    )
+
+
+class EtcdClient:
+    """An etcd v3 connection. Create with endpoints, ``await connect()``, ``await close()``."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        *,
+        tls: TlsFiles | None = None,
+        timeout: float = 5.0,
+    ) -> None:
+        self._target = _target(endpoints)
+        self._tls = tls
+        self.timeout = timeout
+        self._channel: grpc.aio.Channel | None = None
+        self.kv: rpc.KVStub
+        self.lease: rpc.LeaseStub
+        self.watch_stub: rpc.WatchStub
+        self.maintenance: rpc.MaintenanceStub
+
+    async def connect(self) -> None:
+        options = [
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.keepalive_time_ms", 10_000),
+            ("grpc.keepalive_timeout_ms", 5_000),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1_000),
+        ]
+        if self._tls is None:
+            self._channel = grpc.aio.insecure_channel(self._target, options=options)
+        else:
+            creds = self._tls.credentials()
+            self._channel = grpc.aio.secure_channel(self._target, creds, options=options)
+        self.kv = rpc.KVStub(self._channel)
+        self.lease = rpc.LeaseStub(self._channel)
+        self.watch_stub = rpc.WatchStub(self._channel)
+        self.maintenance = rpc.MaintenanceStub(self._channel)
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+    async def __aenter__(self) -> EtcdClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method, request, timeout: float | None = None):
+        try:
+            return await method(request, timeout=timeout or self.timeout, wait_for_ready=True)
+        except grpc.aio.AioRpcError as e:
+            raise EtcdError(
+                f"etcd {type(request).__name__} failed: {e.code().name} {e.details()}"
+            ) from e
+
+    # --- key-value ------------------------------------------------------------------------------
+
+    async def get(self, key: bytes, *, revision: int = 0) -> KV | None:
+        resp = await self._call(self.kv.Range, rpc.RangeRequest(key=key, revision=revision))
+        return KV.from_pb(resp.kvs[0]) if resp.kvs else None
+
+    async def get_with_revision(self, key: bytes) -> tuple[KV | None, int]:
+        resp = await self._call(self.kv.Range, rpc.RangeRequest(key=key))
+        return (KV.from_pb(resp.kvs[0]) if resp.kvs else None), resp.header.revision
+
+    async def range_prefix(
+        self,
+        prefix: bytes,
+        *,
+        revision: int = 0,
+        keys_only: bool = False,
+        page_size: int = PAGE_SIZE,
+    ) -> tuple[list[KV], int]:
+        """Every key under ``prefix`` at one revision (the current one when 0), read in pages."""
+        end = prefix_end(prefix)
+        start = prefix
+        out: list[KV] = []
+        while True:
+            req = rpc.RangeRequest(
+                key=start, range_end=end, revision=revision, limit=page_size, keys_only=keys_only
+            )
+            resp = await self._call(self.kv.Range, req, timeout=max(self.timeout, 30.0))
+            if revision == 0:
+                revision = resp.header.revision
+            out.extend(KV.from_pb(kv) for kv in resp.kvs)
+            if not resp.more or not resp.kvs:
+                return out, revision
+            start = resp.kvs[-1].key + b"\0"
+
+    async def put(self, key: bytes, value: bytes, *, lease: int = 0) -> int:
+        resp = await self._call(self.kv.Put, rpc.PutRequest(key=key, value=value, lease=lease))
+        return resp.header.revision
+
+    async def delete(self, key: bytes, *, prefix: bool = False) -> int:
+        end = prefix_end(key) if prefix else b""
+        resp = await self._call(self.kv.DeleteRange, rpc.DeleteRangeRequest(key=key, range_end=end))
+        return resp.deleted
+
+    async def txn(
+        self,
+        compare: Sequence[rpc.Compare],
+        success: Sequence[rpc.RequestOp] = (),
+        failure: Sequence[rpc.RequestOp] = (),
+    ) -> TxnResult:
+        req = rpc.TxnRequest(compare=list(compare), success=list(success), failure=list(failure))
+        resp = await self._call(self.kv.Txn, req)
+        return TxnResult(resp.succeeded, resp.header.revision, tuple(resp.responses))
+
+    async def compact(self, revision: int) -> None:
+        await self._call(self.kv.Compact, rpc.CompactionRequest(revision=revision, physical=True))
+
+    # --- leases ---------------------------------------------------------------------------------
+
+    async def lease_grant(self, ttl: int) -> int:
+        resp = await self._call(self.lease.LeaseGrant, rpc.LeaseGrantRequest(TTL=ttl))
+        if resp.error:
+            raise EtcdError(f"lease grant failed: {resp.error}")
+        return resp.ID
+
+    async def lease_revoke(self, lease_id: int) -> None:
+        try:
+            await self._call(self.lease.LeaseRevoke, rpc.LeaseRevokeRequest(ID=lease_id))
+        except EtcdError as e:
+            if "NOT_FOUND" not in str(e) and "not found" not in str(e):
+                raise
+
+    async def lease_ttl(self, lease_id: int) -> int:
+        resp = await self._call(self.lease.LeaseTimeToLive, rpc.LeaseTimeToLiveRequest(ID=lease_id))
+        return resp.TTL
+
+    def lease_keepalive_stream(self):
+        """A bidirectional keep-alive stream; the Session drives it."""
+        return self.lease.LeaseKeepAlive()
+
+    # --- watches --------------------------------------------------------------------------------
+
+    async def watch(
+        self,
+        key: bytes,
+        *,
+        prefix: bool = False,
+        start_revision: int = 0,
+        prev_kv: bool = False,
+    ) -> AsyncIterator[WatchBatch]:
+        """Yield batches of events from ``start_revision`` on, forever.
+
+        Raises :class:`CompactedError` when ``start_revision`` is compacted and
+        :class:`EtcdError` when the stream breaks; callers resume from the last revision seen.
+        Progress notifications advance ``revision`` even when nothing changes.
+        """
+        create = rpc.WatchCreateRequest(
+            key=key,
+            range_end=prefix_end(key) if prefix else b"",
+            start_revision=start_revision,
+            progress_notify=True,
+            prev_kv=prev_kv,
+        )
+        queue: asyncio.Queue = asyncio.Queue()
+        await queue.put(rpc.WatchRequest(create_request=create))
+
+        async def requests():
+            while True:
+                item = await queue.get()
+                if item is None:
+                    return
+                yield item
+
+        call = self.watch_stub.Watch(requests())
+        try:
+            async for resp in call:
+                if resp.compact_revision:
+                    raise CompactedError(resp.compact_revision)
+                if resp.canceled:
+                    raise EtcdError(f"watch canceled by etcd: {resp.cancel_reason}")
+                if resp.created and not resp.events:
+                    continue
+                events = tuple(
+                    WatchEvent(
+                        deleted=ev.type == rpc.Event.DELETE,
+                        kv=KV.from_pb(ev.kv),
+                        prev=KV.from_pb(ev.prev_kv) if ev.HasField("prev_kv") else None,
+                    )
+                    for ev in resp.events
+                )
+                yield WatchBatch(events, resp.header.revision)
+        except grpc.aio.AioRpcError as e:
+            raise EtcdError(f"watch stream broke: {e.code().name} {e.details()}") from e
+        finally:
+            await queue.put(None)
+            call.cancel()

@@ -1,0 +1,181 @@
+"""Fenced, batched compare-and-set writes (DESIGN sections 3 and 5).
+
+A leader-only write is a transaction whose compares include a *fence* (the controller's election
+key create revision and the controller-epoch key's mod revision) plus one compare per key
+(``mod_revision == expected``, or "does not exist" for creations). Writes are packed into
+transactions of at most ``MAX_TXN_OPS`` operations and ``MAX_TXN_BYTES`` bytes (etcd's defaults
+are 128 ops and 1.5 MiB per request) and several transactions run at once.
+
+When a transaction fails, its failure branch reads back every compared key so we can tell a lost
+fence (raise :class:`FencedError`: we are not the controller any more) from stale versions of
+individual keys (reported per key; the rest of the chunk is retried).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from aetcd import rpc
+
+from leasehold.etcd.client import (
+    KV,
+    EtcdClient,
+    cmp_create_revision,
+    cmp_mod_revision,
+    op_delete,
+    op_get,
+    op_put,
+)
+
+MAX_TXN_OPS = 128
+MAX_TXN_BYTES = 1536 * 1024
+_OP_OVERHEAD = 32  # protobuf framing per op, generous
+
+
+class FencedError(Exception):
+    """The fence no longer holds: another controller has taken over (or our lease is gone)."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Compares that must all hold for a leader-only write; ``holds(kvs)`` re-checks them."""
+
+    compares: tuple[rpc.Compare, ...] = ()
+
+    @classmethod
+    def controller(
+        cls, election_key: bytes, election_revision: int, epoch_key: bytes, epoch_revision: int
+    ) -> Fence:
+        return cls(
+            (
+                cmp_create_revision(election_key, "=", election_revision),
+                cmp_mod_revision(epoch_key, "=", epoch_revision),
+            )
+        )
+
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        return tuple(c.key for c in self.compares)
+
+
+@dataclass(frozen=True)
+class Write:
+    """Put ``value`` at ``key`` (delete when ``value`` is None).
+
+    ``expected`` is the mod revision the key must have: 0 means "must not exist", None means
+    "no per-key check" (only the fence).
+    """
+
+    key: bytes
+    value: bytes | None
+    expected: int | None = None
+
+    def size(self) -> int:
+        return len(self.key) * 2 + len(self.value or b"") + _OP_OVERHEAD
+
+
+@dataclass
+class CommitResult:
+    """``revisions[key]`` is the new mod revision of each committed key; ``stale`` failed CAS."""
+
+    revisions: dict[bytes, int] = field(default_factory=dict)
+    stale: dict[bytes, int] = field(default_factory=dict)  # key -> actual mod revision (0: absent)
+    transactions: int = 0
+
+
+def chunk_writes(writes: Sequence[Write], fence_size: int) -> list[list[Write]]:
+    """Split writes into transactions that respect etcd's op-count and request-size limits."""
+    limit = MAX_TXN_OPS - fence_size
+    chunks: list[list[Write]] = []
+    current: list[Write] = []
+    size = 0
+    for w in writes:
+        s = w.size()
+        if current and (len(current) >= limit or size + s > MAX_TXN_BYTES):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(w)
+        size += s
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _compare_holds(c: rpc.Compare, kv: KV | None) -> bool:
+    if c.target == rpc.Compare.CREATE:
+        actual, expected = (kv.create_revision if kv else 0), c.create_revision
+    elif c.target == rpc.Compare.MOD:
+        actual, expected = (kv.mod_revision if kv else 0), c.mod_revision
+    else:
+        actual, expected = (kv.version if kv else 0), c.version
+    if c.result == rpc.Compare.EQUAL:
+        return actual == expected
+    if c.result == rpc.Compare.NOT_EQUAL:
+        return actual != expected
+    if c.result == rpc.Compare.LESS:
+        return actual < expected
+    return actual > expected
+
+
+async def _commit_chunk(
+    client: EtcdClient, fence: Fence, chunk: list[Write], result: CommitResult
+) -> None:
+    pending = list(chunk)
+    for _attempt in range(8):
+        if not pending:
+            return
+        compares = list(fence.compares)
+        compares += [
+            cmp_mod_revision(w.key, "=", w.expected) for w in pending if w.expected is not None
+        ]
+        ops = [op_delete(w.key) if w.value is None else op_put(w.key, w.value) for w in pending]
+        reads = [op_get(k) for k in fence.keys] + [
+            op_get(w.key) for w in pending if w.expected is not None
+        ]
+        res = await client.txn(compares, ops, reads)
+        result.transactions += 1
+        if res.succeeded:
+            for w in pending:
+                result.revisions[w.key] = res.revision
+            return
+        current = [res.range_kvs(i) for i in range(len(reads))]
+        for c, kvs in zip(fence.compares, current, strict=False):
+            if not _compare_holds(c, kvs[0] if kvs else None):
+                raise FencedError(
+                    "controller fence lost: a newer controller epoch or our election key is gone"
+                )
+        checked = [w for w in pending if w.expected is not None]
+        stale_keys: set[bytes] = set()
+        for w, kvs in zip(checked, current[len(fence.compares) :], strict=True):
+            actual = kvs[0].mod_revision if kvs else 0
+            if actual != w.expected:
+                result.stale[w.key] = actual
+                stale_keys.add(w.key)
+        # With no stale key we raced with a change that has since reverted: retry the same chunk.
+        pending = [w for w in pending if w.key not in stale_keys]
+    raise FencedError("could not commit: the compared keys kept changing under us")
+
+
+async def commit(
+    client: EtcdClient, fence: Fence, writes: Sequence[Write], *, concurrency: int = 8
+) -> CommitResult:
+    """Commit ``writes`` under ``fence`` in batched transactions, several in flight.
+
+    Raises :class:`FencedError` if the fence fails; otherwise reports per-key staleness.
+    """
+    result = CommitResult()
+    if not writes:
+        return result
+    keys = [w.key for w in writes]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a commit may write each key at most once")
+    sem = asyncio.Semaphore(concurrency)
+
+    async def run(chunk: list[Write]) -> None:
+        async with sem:
+            await _commit_chunk(client, fence, chunk, result)
+
+    await asyncio.gather(*(run(c) for c in chunk_writes(writes, len(fence.compares))))
+    return result

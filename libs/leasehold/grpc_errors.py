@@ -1,0 +1,56 @@
+"""The one place where domain errors become gRPC status codes.
+
+Servicers raise :class:`leasehold.errors.LeaseholdError` subclasses (or anything with a
+``grpc_status`` attribute naming a ``grpc.StatusCode``); this interceptor turns them into a status
+with the error's message. Anything else is a bug: it is logged with its traceback and answered
+INTERNAL, so a client never sees a Python traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+log = logging.getLogger(__name__)
+
+
+def status_of(exc: BaseException) -> grpc.StatusCode | None:
+    name = getattr(exc, "grpc_status", None)
+    if isinstance(name, grpc.StatusCode):
+        return name
+    if isinstance(name, str):
+        return getattr(grpc.StatusCode, name, grpc.StatusCode.UNKNOWN)
+    return None
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner = handler.unary_unary
+        method = handler_call_details.method
+
+        async def guarded(request, context: grpc.aio.ServicerContext):
+            try:
+                return await inner(request, context)
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:  # the single broad catch: map or report, never leak
+                code = status_of(exc)
+                if code is None:
+                    log.exception("unhandled error in %s", method)
+                    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {exc!r}")
+                await context.abort(code, str(getattr(exc, "message", "") or exc))
+
+        return grpc.unary_unary_rpc_method_handler(
+            guarded,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )

@@ -1,0 +1,64 @@
+"""The structured state-change log: one JSON object per line.
+
+The controller writes a record for every partition or replica state transition and for its own
+lifecycle (elected, failover done, resigned). The pipeline's ``analyze`` job reads these lines back,
+so this module is the single definition of the format.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Kind = Literal["partition", "replica", "controller", "broker"]
+
+# Values of ``event`` for kind == "controller".
+CONTROLLER_ELECTED = "elected"  # won the election and bumped the epoch
+CONTROLLER_FAILOVER_DONE = "failover_done"  # metadata pushed, state machines started
+CONTROLLER_RESIGNED = "resigned"
+# Values of ``event`` for kind == "broker".
+BROKER_REGISTERED = "registered"
+BROKER_EXPIRED = "expired"  # lease lost or key deleted
+BROKER_SHUTDOWN_REQUESTED = "controlled_shutdown"
+
+
+@dataclass(frozen=True)
+class StateChangeRecord:
+    """One line of the state-change log.
+
+    ``ts_ms`` is wall-clock milliseconds since the epoch. For partition records ``replica`` is -1;
+    for replica records it is the broker id. ``reason`` names the flow or selector that caused the
+    change (e.g. "offline", "preferred", "reassigned", "controlled_shutdown", "new", "unclean",
+    "isr_shrink", "isr_expand", "deletion").
+    """
+
+    ts_ms: int
+    kind: Kind
+    controller_id: int
+    controller_epoch: int
+    topic: str = ""
+    partition: int = -1
+    replica: int = -1
+    from_state: str = ""
+    to_state: str = ""
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = field(default_factory=tuple)
+    reason: str = ""
+    event: str = ""
+    broker_id: int = -1
+    duration_ms: float = -1.0
+    trace_id: str = ""
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["isr"] = list(self.isr)
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, line: str) -> StateChangeRecord:
+        data = json.loads(line)
+        data["isr"] = tuple(data.get("isr", ()))
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})

