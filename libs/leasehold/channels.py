@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import grpc
 
+from leasehold import telemetry
 from leasehold.config import TlsConfig
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -26,7 +27,12 @@ def _read(path: str) -> bytes | None:
 
 def channel(target: str, tls: TlsConfig | None = None) -> grpc.aio.Channel:
     """An aio channel to ``target``; TLS when ``tls.ca`` is set, presenting ``tls.cert`` if any."""
+    interceptors = telemetry.client_interceptors()
     if tls is None or not tls.ca:
-        return grpc.aio.insecure_channel(target, options=list(CHANNEL_OPTIONS))
+        return grpc.aio.insecure_channel(
+            target, options=list(CHANNEL_OPTIONS), interceptors=interceptors
+        )
     creds = grpc.ssl_channel_credentials(_read(tls.ca), _read(tls.key), _read(tls.cert))
-    return grpc.aio.secure_channel(target, creds, options=list(CHANNEL_OPTIONS))
+    return grpc.aio.secure_channel(
+        target, creds, options=list(CHANNEL_OPTIONS), interceptors=interceptors
+    )

@@ -19,6 +19,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from leasehold import telemetry
 from leasehold.config import CommonConfig, TlsConfig
 from leasehold.grpc_errors import ErrorInterceptor
 
@@ -70,7 +71,11 @@ class ServiceRunner:
         self._stopping = asyncio.Event()
 
     async def start(self) -> int:
-        interceptors = [*self.service.interceptors, ErrorInterceptor()]
+        interceptors = [
+            *telemetry.server_interceptors(),
+            *self.service.interceptors,
+            ErrorInterceptor(),
+        ]
         server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
         self.service.register(server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)

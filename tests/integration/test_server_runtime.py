@@ -1,0 +1,69 @@
+"""The shared server bootstrap: health per service, reflection, error mapping, graceful stop."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from leasehold.common.v1 import common_pb2
+from leasehold.config import CommonConfig
+from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
+from leasehold.errors import InvalidRequestError
+from leasehold.server import Service, ServiceRunner
+
+SERVICE = "leasehold.controller.v1.ControllerService"
+
+
+class _Servicer(controller_pb2_grpc.ControllerServiceServicer):
+    async def ControlledShutdown(self, request, context):
+        if request.broker_id < 0:
+            raise InvalidRequestError(
+                common_pb2.ERROR_CODE_INVALID_REQUEST, f"broker id {request.broker_id} is negative"
+            )
+        if request.broker_id == 99:
+            raise RuntimeError("boom")
+        return controller_pb2.ControlledShutdownResponse()
+
+
+@pytest.fixture
+async def runner():
+    servicer = _Servicer()
+    service = Service(
+        names=[SERVICE],
+        register=lambda s: controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, s),
+    )
+    r = ServiceRunner(CommonConfig(host="127.0.0.1", port=0, grace_seconds=0.5), service)
+    await r.start()
+    yield r
+    await r.stop()
+
+
+async def test_health_reflection_and_error_mapping(runner):
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{runner.port}") as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        resp = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE))
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING
+
+        refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+        call = refl.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+        )
+        names = set()
+        async for r in call:
+            names |= {s.name for s in r.list_services_response.service}
+        assert SERVICE in names and "grpc.health.v1.Health" in names
+
+        stub = controller_pb2_grpc.ControllerServiceStub(ch)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.ControlledShutdown(controller_pb2.ControlledShutdownRequest(broker_id=-1))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "negative" in err.value.details()
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await stub.ControlledShutdown(controller_pb2.ControlledShutdownRequest(broker_id=99))
+        assert err.value.code() == grpc.StatusCode.INTERNAL
+
+        await runner.set_serving(False)
+        resp = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE))
+        assert resp.status == health_pb2.HealthCheckResponse.NOT_SERVING
