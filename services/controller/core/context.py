@@ -1,0 +1,314 @@
+"""ControllerContext: the controller's in-memory view of the cluster (Kafka's ControllerContext).
+
+Nothing here is authoritative: etcd is. The context is rebuilt from etcd on failover and kept warm
+from watches, and it changes only through the ``apply_*`` methods, which the event loop calls
+after the matching etcd commit succeeded (decide, commit, apply). Decisions read it through the
+query methods and never mutate it.
+
+Broker liveness follows modern Kafka: a broker is *registered* while its lease-backed key exists;
+``live_broker_ids`` excludes brokers in controlled shutdown, ``live_or_shutting_down_broker_ids``
+includes them. A replica is *online* when its broker is live and the replica is not on a failed
+log directory; only online replicas may lead or join an ISR (KIP-841).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+
+from services.controller.core.model import (
+    BrokerInfo,
+    LeaderAndIsr,
+    PartitionReplica,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from services.controller.core.plan import StateChangePlan
+from services.controller.core.states import PartitionState, ReplicaState
+
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+class ControllerContext:
+    """The cluster as the controller last saw it; see the module docstring for the rules."""
+
+    def __init__(
+        self, controller_id: int = -1, controller_epoch: int = 0, *, unclean_default: bool = False
+    ) -> None:
+        self._controller_id = controller_id
+        self._controller_epoch = controller_epoch
+        self._unclean_default = unclean_default
+        self._brokers: dict[int, BrokerInfo] = {}
+        self._shutting_down: set[int] = set()
+        self._offline_dirs: dict[int, frozenset[TopicPartition]] = {}
+        self._topic_ids: dict[str, str] = {}
+        self._topic_configs: dict[str, dict[str, str]] = {}
+        self._assignments: dict[TopicPartition, ReplicaAssignment] = {}
+        self._leadership: dict[TopicPartition, LeaderAndIsr] = {}
+        self._partition_states: dict[TopicPartition, PartitionState] = {}
+        self._replica_states: dict[PartitionReplica, ReplicaState] = {}
+        self._to_delete: set[str] = set()
+        self._ineligible: set[str] = set()
+
+    # ---- controller ----------------------------------------------------------------------
+    @property
+    def controller_id(self) -> int:
+        return self._controller_id
+
+    @property
+    def controller_epoch(self) -> int:
+        return self._controller_epoch
+
+    # ---- brokers ---------------------------------------------------------------------------
+    @property
+    def brokers(self) -> Mapping[int, BrokerInfo]:
+        """Every registered broker, shutting down or not."""
+        return MappingProxyType(self._brokers)
+
+    def broker_epoch(self, broker_id: int) -> int:
+        info = self._brokers.get(broker_id)
+        return info.epoch if info is not None else -1
+
+    @property
+    def live_or_shutting_down_broker_ids(self) -> frozenset[int]:
+        return frozenset(self._brokers)
+
+    @property
+    def shutting_down_broker_ids(self) -> frozenset[int]:
+        return frozenset(self._shutting_down)
+
+    @property
+    def live_broker_ids(self) -> frozenset[int]:
+        """Registered brokers that are not shutting down: the ones that may lead."""
+        return frozenset(self._brokers.keys() - self._shutting_down)
+
+    def is_replica_online(
+        self, broker_id: int, tp: TopicPartition, *, include_shutting_down: bool = False
+    ) -> bool:
+        live = (
+            self.live_or_shutting_down_broker_ids if include_shutting_down else self.live_broker_ids
+        )
+        return broker_id in live and tp not in self._offline_dirs.get(broker_id, frozenset())
+
+    def is_eligible_isr_member(self, broker_id: int, tp: TopicPartition) -> bool:
+        """KIP-841: only an online replica on a broker not shutting down may join an ISR."""
+        return self.is_replica_online(broker_id, tp)
+
+    # ---- topics and partitions -------------------------------------------------------------
+    @property
+    def all_topics(self) -> frozenset[str]:
+        return frozenset(self._topic_ids)
+
+    def topic_id(self, topic: str) -> str:
+        return self._topic_ids.get(topic, "")
+
+    def topic_config(self, topic: str) -> Mapping[str, str]:
+        return MappingProxyType(self._topic_configs.get(topic, {}))
+
+    def is_unclean_leader_election_enabled(self, topic: str) -> bool:
+        value = self._topic_configs.get(topic, {}).get(UNCLEAN_LEADER_ELECTION_ENABLE)
+        return self._unclean_default if value is None else value.strip().lower() == "true"
+
+    def all_partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(self._assignments))
+
+    def partitions_for_topic(self, topic: str) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(tp for tp in self._assignments if tp.topic == topic))
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment | None:
+        return self._assignments.get(tp)
+
+    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The full assigned replica list, preferred first; empty if unknown."""
+        a = self._assignments.get(tp)
+        return a.replicas if a is not None else ()
+
+    def leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
+        return self._leadership.get(tp)
+
+    def partitions_on_broker(self, broker_id: int) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(tp for tp, a in self._assignments.items() if broker_id in a.replicas))
+
+    def partitions_led_by(self, broker_id: int) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(tp for tp, lai in self._leadership.items() if lai.leader == broker_id))
+
+    def replicas_on_brokers(self, broker_ids: Iterable[int]) -> tuple[PartitionReplica, ...]:
+        ids = frozenset(broker_ids)
+        return tuple(
+            sorted(
+                PartitionReplica(tp, r)
+                for tp, a in self._assignments.items()
+                for r in a.replicas
+                if r in ids
+            )
+        )
+
+    def replicas_for_partitions(
+        self, tps: Iterable[TopicPartition]
+    ) -> tuple[PartitionReplica, ...]:
+        return tuple(sorted(PartitionReplica(tp, r) for tp in set(tps) for r in self.replicas(tp)))
+
+    def replicas_for_topic(self, topic: str) -> tuple[PartitionReplica, ...]:
+        return self.replicas_for_partitions(self.partitions_for_topic(topic))
+
+    def online_and_offline_replicas(
+        self,
+    ) -> tuple[tuple[PartitionReplica, ...], tuple[PartitionReplica, ...]]:
+        """Every assigned replica split by ``is_replica_online`` (shutting down counts online)."""
+        online: list[PartitionReplica] = []
+        offline: list[PartitionReplica] = []
+        for pr in self.replicas_for_partitions(self._assignments):
+            target = (
+                online
+                if self.is_replica_online(pr.replica, pr.tp, include_shutting_down=True)
+                else offline
+            )
+            target.append(pr)
+        return tuple(online), tuple(offline)
+
+    def partitions_being_reassigned(self) -> tuple[TopicPartition, ...]:
+        return tuple(sorted(tp for tp, a in self._assignments.items() if a.is_being_reassigned))
+
+    # ---- states --------------------------------------------------------------------------
+    def partition_state(self, tp: TopicPartition) -> PartitionState:
+        return self._partition_states.get(tp, PartitionState.NON_EXISTENT)
+
+    def replica_state(self, replica: PartitionReplica) -> ReplicaState:
+        return self._replica_states.get(replica, ReplicaState.NON_EXISTENT)
+
+    def partitions_in_state(self, *states: PartitionState) -> tuple[TopicPartition, ...]:
+        wanted = frozenset(states)
+        return tuple(sorted(tp for tp, s in self._partition_states.items() if s in wanted))
+
+    def replicas_in_state(self, topic: str, *states: ReplicaState) -> tuple[PartitionReplica, ...]:
+        wanted = frozenset(states)
+        return tuple(
+            sorted(r for r, s in self._replica_states.items() if r.topic == topic and s in wanted)
+        )
+
+    def offline_partition_count(self) -> int:
+        """OfflinePartitionsCount: Offline partitions of topics not queued for deletion."""
+        return sum(
+            1
+            for tp, s in self._partition_states.items()
+            if s is PartitionState.OFFLINE and tp.topic not in self._to_delete
+        )
+
+    # ---- topic deletion --------------------------------------------------------------------
+    @property
+    def topics_to_be_deleted(self) -> frozenset[str]:
+        return frozenset(self._to_delete)
+
+    @property
+    def topics_ineligible_for_deletion(self) -> frozenset[str]:
+        return frozenset(self._ineligible)
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        return topic in self._to_delete
+
+    def is_topic_ineligible_for_deletion(self, topic: str) -> bool:
+        return topic in self._ineligible
+
+    # ---- mutation (only after a successful etcd commit or watch event) ----------------------
+    def apply_controller(self, controller_id: int, controller_epoch: int) -> None:
+        self._controller_id = controller_id
+        self._controller_epoch = controller_epoch
+
+    def apply_broker_registered(self, info: BrokerInfo) -> None:
+        self._brokers[info.id] = info
+
+    def apply_broker_removed(self, broker_id: int) -> None:
+        self._brokers.pop(broker_id, None)
+        self._shutting_down.discard(broker_id)
+        self._offline_dirs.pop(broker_id, None)
+
+    def apply_broker_shutting_down(self, broker_id: int) -> None:
+        self._shutting_down.add(broker_id)
+
+    def apply_offline_replicas(self, broker_id: int, tps: Iterable[TopicPartition]) -> None:
+        """Replace the set of ``broker_id``'s replicas that sit on failed log directories."""
+        self._offline_dirs[broker_id] = frozenset(tps)
+
+    def apply_topic(
+        self,
+        topic: str,
+        topic_id: str,
+        assignments: Mapping[int, ReplicaAssignment],
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
+        """Add or update a topic and its partitions' assignments (existing partitions kept)."""
+        self._topic_ids[topic] = topic_id
+        if configs is not None:
+            self._topic_configs[topic] = dict(configs)
+        for p, a in assignments.items():
+            self._assignments[TopicPartition(topic, p)] = a
+
+    def apply_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
+        self._topic_configs[topic] = dict(configs)
+
+    def apply_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        self._assignments[tp] = assignment
+
+    def apply_leader_and_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr) -> None:
+        self._leadership[tp] = leader_and_isr
+
+    def apply_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
+        if state is PartitionState.NON_EXISTENT:
+            self._partition_states.pop(tp, None)
+        else:
+            self._partition_states[tp] = state
+
+    def apply_replica_state(self, replica: PartitionReplica, state: ReplicaState) -> None:
+        if state is ReplicaState.NON_EXISTENT:
+            self._replica_states.pop(replica, None)
+        else:
+            self._replica_states[replica] = state
+
+    def apply_topic_deletion_queued(self, topic: str) -> None:
+        self._to_delete.add(topic)
+
+    def apply_topic_deletion_eligibility(self, topic: str, *, ineligible: bool) -> None:
+        if ineligible:
+            self._ineligible.add(topic)
+        else:
+            self._ineligible.discard(topic)
+
+    def apply_remove_topic(self, topic: str) -> None:
+        """Forget a deleted topic entirely (Kafka's ``removeTopic``)."""
+        self._topic_ids.pop(topic, None)
+        self._topic_configs.pop(topic, None)
+        self._to_delete.discard(topic)
+        self._ineligible.discard(topic)
+        for d in (self._assignments, self._leadership, self._partition_states):
+            for tp in [tp for tp in d if tp.topic == topic]:
+                del d[tp]
+        for r in [r for r in self._replica_states if r.topic == topic]:
+            del self._replica_states[r]
+
+    def apply_plan(
+        self,
+        plan: StateChangePlan,
+        committed_partition_epochs: Mapping[TopicPartition, int] | None = None,
+    ) -> None:
+        """Apply a plan whose writes were committed; the commit's mod revisions become epochs.
+
+        Everything is checked before anything changes, so a bad call leaves the context as it was.
+        """
+        epochs = dict(committed_partition_epochs or {})
+        if plan.controller_epoch != self._controller_epoch:
+            raise ValueError(
+                f"plan decided under controller epoch {plan.controller_epoch}, "
+                f"context is at {self._controller_epoch}"
+            )
+        missing = [str(w.tp) for w in plan.writes if w.tp not in epochs]
+        if missing:
+            raise ValueError(f"no committed partition epoch for written partitions {missing}")
+        for w in plan.writes:
+            self._leadership[w.tp] = replace(w.leader_and_isr, partition_epoch=epochs[w.tp])
+        for change in plan.assignment_changes:
+            self._assignments[change.tp] = change.assignment
+        for pt in plan.partition_transitions:
+            self.apply_partition_state(pt.tp, pt.to_state)
+        for rt in plan.replica_transitions:
+            self.apply_replica_state(rt.replica, rt.to_state)

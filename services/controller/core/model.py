@@ -1,0 +1,181 @@
+"""Frozen value types the controller's pure core passes around.
+
+They mirror Kafka's controller vocabulary (TopicPartition, PartitionAndReplica, LeaderAndIsr,
+ReplicaAssignment) so the seeds map onto this code name for name, with two Leasehold twists:
+
+* ``LeaderAndIsr.partition_epoch`` is the etcd mod revision of the partition-state key (the
+  zkVersion of the seeds, DESIGN section 3). Every partition-state write compares it, so a value
+  read from the context is also the compare-and-set token for the next write. 0 means "never
+  written": etcd reports mod revision 0 for a key that does not exist.
+* ``LeaderAndIsr.recovering`` is KIP-704's leader recovery state: set by an unclean election
+  until the new leader has rebuilt the high watermark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+NO_LEADER = -1
+"""Leader id of a partition that has no leader."""
+LEADER_DURING_DELETE = -2
+"""Leader id UpdateMetadata carries for a partition whose topic is being deleted."""
+INITIAL_LEADER_EPOCH = 0
+PARTITION_EPOCH_UNWRITTEN = 0
+"""The partition epoch (etcd mod revision) of a state key that does not exist yet."""
+NO_EPOCH = -1
+"""StopReplica leader epoch when the controller knows none."""
+EPOCH_DURING_DELETE = -2
+"""StopReplica leader epoch for a topic queued for deletion: overrides any epoch (KIP-570)."""
+
+
+def _ints(values: Iterable[int]) -> tuple[int, ...]:
+    return tuple(int(v) for v in values)
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    """One partition of one topic; ordered by (topic, partition) so plans are deterministic."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, order=True)
+class PartitionReplica:
+    """The copy of ``tp`` hosted by broker ``replica`` (Kafka's PartitionAndReplica)."""
+
+    tp: TopicPartition
+    replica: int
+
+    @property
+    def topic(self) -> str:
+        return self.tp.topic
+
+    @property
+    def partition(self) -> int:
+        return self.tp.partition
+
+    def __str__(self) -> str:
+        return f"[{self.tp},replica={self.replica}]"
+
+
+@dataclass(frozen=True)
+class LeaderAndIsr:
+    """The partition state the controller owns: leader, epochs and in-sync replicas.
+
+    Lists passed for ``isr`` are turned into tuples so the value stays hashable and immutable.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    partition_epoch: int = PARTITION_EPOCH_UNWRITTEN
+    recovering: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isr", _ints(self.isr))
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    def new_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
+        """A new leader and/or ISR: bumps the leader epoch and keeps the recovery state.
+
+        ZooKeeper-era Kafka bumps the leader epoch on every controller-made change, including an
+        ISR-only shrink, so followers always see a fresh epoch; we do the same.
+        """
+        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1, isr=_ints(isr))
+
+    def new_recovering_leader_and_isr(self, leader: int, isr: Iterable[int]) -> LeaderAndIsr:
+        """As ``new_leader_and_isr`` but marks the partition RECOVERING (KIP-704)."""
+        return replace(self.new_leader_and_isr(leader, isr), recovering=True)
+
+    def new_leader(self, leader: int) -> LeaderAndIsr:
+        """A new leader with the ISR unchanged."""
+        return self.new_leader_and_isr(leader, self.isr)
+
+    def same_decision_as(self, other: LeaderAndIsr) -> bool:
+        """Equal apart from the partition epoch, i.e. writing ``other`` would change nothing."""
+        return replace(self, partition_epoch=other.partition_epoch) == other
+
+
+@dataclass(frozen=True)
+class ReplicaAssignment:
+    """A partition's replicas, with KIP-455's adding/removing sets during a reassignment.
+
+    ``replicas`` is the full set (origin plus adding), preferred leader first. ``adding`` and
+    ``removing`` must be subsets of ``replicas``.
+    """
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = field(default_factory=tuple)
+    removing: tuple[int, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "replicas", _ints(self.replicas))
+        object.__setattr__(self, "adding", _ints(self.adding))
+        object.__setattr__(self, "removing", _ints(self.removing))
+        if len(set(self.replicas)) != len(self.replicas):
+            raise ValueError(f"duplicate replicas in {self.replicas}")
+        stray = (set(self.adding) | set(self.removing)) - set(self.replicas)
+        if stray:
+            raise ValueError(f"adding/removing replicas {sorted(stray)} not in {self.replicas}")
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        """The replicas before the reassignment started (replicas minus adding)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas once the reassignment completes (replicas minus removing)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def preferred_replica(self) -> int | None:
+        return self.replicas[0] if self.replicas else None
+
+    def reassign_to(self, target: Iterable[int]) -> ReplicaAssignment:
+        """Start (or redirect) a reassignment towards ``target``, as Kafka's ``reassignTo``."""
+        target_t = _ints(target)
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys(target_t + origin))
+        return ReplicaAssignment(
+            replicas=full,
+            adding=tuple(r for r in full if r not in origin),
+            removing=tuple(r for r in full if r not in target_t),
+        )
+
+    def remove_replica(self, replica: int) -> ReplicaAssignment:
+        return ReplicaAssignment(
+            replicas=tuple(r for r in self.replicas if r != replica),
+            adding=tuple(r for r in self.adding if r != replica),
+            removing=tuple(r for r in self.removing if r != replica),
+        )
+
+    def add_replica(self, replica: int) -> ReplicaAssignment:
+        """Append ``replica`` if missing (NewReplica -> OnlineReplica repairs the assignment)."""
+        if replica in self.replicas:
+            return self
+        return replace(self, replicas=(*self.replicas, replica))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """A registered broker: endpoint, rack and broker epoch (KIP-380: its key's create revision)."""
+
+    id: int
+    host: str
+    port: int
+    rack: str = ""
+    epoch: int = -1

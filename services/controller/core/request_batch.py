@@ -1,0 +1,244 @@
+"""RequestBatch: Kafka's ControllerBrokerRequestBatch as a pure accumulator.
+
+One batch collects, per broker, the LeaderAndIsr partition states, StopReplica partitions and
+UpdateMetadata partitions a state change needs, then ``build()`` hands back one ``BrokerRequests``
+value per broker (plain dataclasses; the channel layer turns them into protobuf and sends them in
+the order LeaderAndIsr, UpdateMetadata, StopReplica, as Kafka does) and empties the batch.
+
+Rules kept from Kafka:
+
+* ``new_batch()`` refuses to start while requests of the previous batch are still pending: they
+  would otherwise be sent with the next batch's decisions or silently lost.
+* A LeaderAndIsr for a partition also queues UpdateMetadata for it to every registered broker.
+* A partition added twice for one broker keeps the latest state, and stays ``is_new`` (or
+  ``delete``) once any add said so.
+* Partitions of a topic queued for deletion go out in UpdateMetadata with leader -2
+  (LeaderDuringDelete), and in StopReplica with leader epoch -2 (EpochDuringDelete).
+* UpdateMetadata partition states are shared: every broker that gets UpdateMetadata in a batch
+  gets all of them. A partition with no leader/ISR state yet is left out.
+* Brokers that are not registered when the batch is built are dropped, as the channel manager
+  drops requests to brokers it has no channel for.
+
+The batch reads the context when a request is added, which in the decide-commit-apply cycle is
+after the plan was applied, so the requests carry the committed partition epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from services.controller.core.context import ControllerContext
+from services.controller.core.model import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    NO_EPOCH,
+    BrokerInfo,
+    LeaderAndIsr,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from services.controller.core.plan import (
+    LeaderAndIsrIntent,
+    StateChangePlan,
+    StopReplicaIntent,
+    UpdateMetadataIntent,
+)
+
+
+class IllegalStateError(Exception):
+    """A batch was started while the previous one still had unsent requests."""
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrPartitionState:
+    tp: TopicPartition
+    topic_id: str
+    leader_and_isr: LeaderAndIsr
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    is_new: bool
+
+
+@dataclass(frozen=True)
+class StopReplicaPartitionState:
+    tp: TopicPartition
+    leader_epoch: int
+    delete: bool
+
+
+@dataclass(frozen=True)
+class UpdateMetadataPartitionState:
+    tp: TopicPartition
+    topic_id: str
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class BrokerRequests:
+    """Everything one broker gets from one batch.
+
+    An empty ``leader_and_isr`` or ``stop_replica`` means "do not send that request";
+    ``update_metadata`` is None when no UpdateMetadata is due (an empty tuple is a valid
+    UpdateMetadata carrying only the live brokers).
+    """
+
+    broker_id: int
+    broker_epoch: int
+    controller_id: int
+    controller_epoch: int
+    leader_and_isr: tuple[LeaderAndIsrPartitionState, ...]
+    live_leaders: tuple[BrokerInfo, ...]
+    stop_replica: tuple[StopReplicaPartitionState, ...]
+    update_metadata: tuple[UpdateMetadataPartitionState, ...] | None
+    live_brokers: tuple[BrokerInfo, ...]
+
+
+class RequestBatch:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self._ctx = ctx
+        self._leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
+        self._stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
+        self._update_metadata_brokers: set[int] = set()
+        self._update_metadata: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(
+            self._leader_and_isr
+            or self._stop_replica
+            or self._update_metadata_brokers
+            or self._update_metadata
+        )
+
+    def new_batch(self) -> None:
+        if self.has_pending:
+            raise IllegalStateError(
+                "the previous request batch was not sent: "
+                f"LeaderAndIsr for brokers {sorted(self._leader_and_isr)}, "
+                f"StopReplica for brokers {sorted(self._stop_replica)}, "
+                f"UpdateMetadata for brokers {sorted(self._update_metadata_brokers)}"
+            )
+
+    def clear(self) -> None:
+        self._leader_and_isr.clear()
+        self._stop_replica.clear()
+        self._update_metadata_brokers.clear()
+        self._update_metadata.clear()
+
+    def add_leader_and_isr(
+        self,
+        brokers: Iterable[int],
+        tp: TopicPartition,
+        leader_and_isr: LeaderAndIsr,
+        assignment: ReplicaAssignment,
+        is_new: bool = False,
+    ) -> None:
+        for broker in brokers:
+            if broker < 0:
+                continue
+            per_broker = self._leader_and_isr.setdefault(broker, {})
+            previous = per_broker.get(tp)
+            per_broker[tp] = LeaderAndIsrPartitionState(
+                tp=tp,
+                topic_id=self._ctx.topic_id(tp.topic),
+                leader_and_isr=leader_and_isr,
+                replicas=assignment.replicas,
+                adding_replicas=assignment.adding,
+                removing_replicas=assignment.removing,
+                is_new=is_new or (previous is not None and previous.is_new),
+            )
+        self.add_update_metadata(self._ctx.live_or_shutting_down_broker_ids, (tp,))
+
+    def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
+        if self._ctx.is_topic_queued_for_deletion(tp.topic):
+            leader_epoch = EPOCH_DURING_DELETE
+        else:
+            lai = self._ctx.leader_and_isr(tp)
+            leader_epoch = lai.leader_epoch if lai is not None else NO_EPOCH
+        for broker in brokers:
+            if broker < 0:
+                continue
+            per_broker = self._stop_replica.setdefault(broker, {})
+            previous = per_broker.get(tp)
+            per_broker[tp] = StopReplicaPartitionState(
+                tp, leader_epoch, delete or (previous is not None and previous.delete)
+            )
+
+    def add_update_metadata(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()
+    ) -> None:
+        self._update_metadata_brokers.update(b for b in brokers if b >= 0)
+        for tp in partitions:
+            lai = self._ctx.leader_and_isr(tp)
+            if lai is None:
+                continue  # no leader yet: nothing a broker could serve
+            replicas = self._ctx.replicas(tp)
+            deleting = self._ctx.is_topic_queued_for_deletion(tp.topic)
+            self._update_metadata[tp] = UpdateMetadataPartitionState(
+                tp=tp,
+                topic_id=self._ctx.topic_id(tp.topic),
+                controller_epoch=lai.controller_epoch,
+                leader=LEADER_DURING_DELETE if deleting else lai.leader,
+                leader_epoch=lai.leader_epoch,
+                isr=lai.isr,
+                partition_epoch=lai.partition_epoch,
+                replicas=replicas,
+                offline_replicas=tuple(
+                    r for r in replicas if not self._ctx.is_replica_online(r, tp)
+                ),
+            )
+
+    def add_plan(self, plan: StateChangePlan) -> None:
+        """Queue an applied plan's requests, reading leader/ISR and assignment from the context."""
+        for intent in plan.requests:
+            if isinstance(intent, LeaderAndIsrIntent):
+                lai = self._ctx.leader_and_isr(intent.tp)
+                if lai is None:
+                    raise IllegalStateError(
+                        f"LeaderAndIsr queued for {intent.tp}, which has no applied state; "
+                        "apply the plan before queueing its requests"
+                    )
+                assignment = self._ctx.assignment(intent.tp) or ReplicaAssignment(())
+                self.add_leader_and_isr(intent.brokers, intent.tp, lai, assignment, intent.is_new)
+            elif isinstance(intent, StopReplicaIntent):
+                self.add_stop_replica(intent.brokers, intent.tp, intent.delete)
+            elif isinstance(intent, UpdateMetadataIntent):
+                self.add_update_metadata(intent.brokers, intent.partitions)
+
+    def build(self) -> dict[int, BrokerRequests]:
+        """One value per registered broker that has anything to receive; empties the batch."""
+        ctx = self._ctx
+        registered = ctx.brokers
+        live_brokers = tuple(registered[b] for b in sorted(registered))
+        um_states = tuple(self._update_metadata[tp] for tp in sorted(self._update_metadata))
+        targets = set(self._leader_and_isr) | set(self._stop_replica)
+        targets |= self._update_metadata_brokers
+        out: dict[int, BrokerRequests] = {}
+        for broker in sorted(targets):
+            if broker not in registered:
+                continue
+            lai_states = tuple(s for _, s in sorted(self._leader_and_isr.get(broker, {}).items()))
+            leader_ids = {s.leader_and_isr.leader for s in lai_states}
+            out[broker] = BrokerRequests(
+                broker_id=broker,
+                broker_epoch=registered[broker].epoch,
+                controller_id=ctx.controller_id,
+                controller_epoch=ctx.controller_epoch,
+                leader_and_isr=lai_states,
+                live_leaders=tuple(b for b in live_brokers if b.id in leader_ids),
+                stop_replica=tuple(
+                    s for _, s in sorted(self._stop_replica.get(broker, {}).items())
+                ),
+                update_metadata=um_states if broker in self._update_metadata_brokers else None,
+                live_brokers=live_brokers,
+            )
+        self.clear()
+        return out
