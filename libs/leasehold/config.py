@@ -43,6 +43,8 @@ class CommonConfig:
     port: int = 0
     advertised_host: str = ""
     metrics_port: int = 0
+    # A plaintext port serving only grpc.health.v1.Health, for kubelet gRPC probes under TLS.
+    health_port: int = 0
     log_level: str = "info"
     tls: TlsConfig = field(default_factory=TlsConfig)
     etcd_tls: TlsFiles | None = None
@@ -61,6 +63,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_port: int) -> 
     a("--port", type=int, default=int(env("PORT", str(default_port))))
     a("--advertised-host", default=env("ADVERTISED_HOST", ""), help="address peers use")
     a("--metrics-port", type=int, default=int(env("METRICS_PORT", "0")), help="0 disables")
+    a("--health-port", type=int, default=int(env("HEALTH_PORT", "0")), help="0 disables")
     a("--log-level", default=env("LOG_LEVEL", "info"))
     a("--tls-cert", default=env("TLS_CERT", ""))
     a("--tls-key", default=env("TLS_KEY", ""))
@@ -79,6 +82,7 @@ def common_from_args(ns: argparse.Namespace) -> CommonConfig:
         port=ns.port,
         advertised_host=ns.advertised_host,
         metrics_port=ns.metrics_port,
+        health_port=ns.health_port,
         log_level=ns.log_level,
         tls=TlsConfig(cert=ns.tls_cert, key=ns.tls_key, ca=ns.tls_ca),
         etcd_tls=TlsFiles(ns.etcd_ca, ns.etcd_cert, ns.etcd_key) if ns.etcd_ca else None,

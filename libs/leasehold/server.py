@@ -67,7 +67,9 @@ class ServiceRunner:
         self.service = service
         self.health = health.aio.HealthServicer()
         self.server: grpc.aio.Server | None = None
+        self.health_server: grpc.aio.Server | None = None
         self.port = 0
+        self.health_port = 0
         self._stopping = asyncio.Event()
 
     async def start(self) -> int:
@@ -91,11 +93,21 @@ class ServiceRunner:
             raise RuntimeError(f"could not bind {address}")
         await server.start()
         self.server = server
+        if self.config.health_port:
+            await self._start_health_server()
         if self.service.on_start is not None:
             await self.service.on_start()
         await self.set_serving(True)
         log.info("serving", extra={"address": f"{self.config.host}:{self.port}"})
         return self.port
+
+    async def _start_health_server(self) -> None:
+        """Health only, plaintext: kubelet's gRPC probes cannot present a client certificate."""
+        hs = grpc.aio.server(options=SERVER_OPTIONS)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, hs)
+        self.health_port = hs.add_insecure_port(f"{self.config.host}:{self.config.health_port}")
+        await hs.start()
+        self.health_server = hs
 
     async def set_serving(self, serving: bool, names: Sequence[str] | None = None) -> None:
         status = (
@@ -122,6 +134,9 @@ class ServiceRunner:
         if self.server is not None:
             await self.server.stop(self.config.grace_seconds)
             self.server = None
+        if self.health_server is not None:
+            await self.health_server.stop(0)
+            self.health_server = None
 
 
 async def run_until_signalled(runner: ServiceRunner) -> None:

@@ -12,6 +12,7 @@ from leasehold.config import CommonConfig
 from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
 from leasehold.errors import InvalidRequestError
 from leasehold.server import Service, ServiceRunner
+from leasehold.testing.ports import free_port
 
 SERVICE = "leasehold.controller.v1.ControllerService"
 
@@ -34,7 +35,9 @@ async def runner():
         names=[SERVICE],
         register=lambda s: controller_pb2_grpc.add_ControllerServiceServicer_to_server(servicer, s),
     )
-    r = ServiceRunner(CommonConfig(host="127.0.0.1", port=0, grace_seconds=0.5), service)
+    r = ServiceRunner(
+        CommonConfig(host="127.0.0.1", port=0, health_port=free_port(), grace_seconds=0.5), service
+    )
     await r.start()
     yield r
     await r.stop()
@@ -67,3 +70,16 @@ async def test_health_reflection_and_error_mapping(runner):
         await runner.set_serving(False)
         resp = await health.Check(health_pb2.HealthCheckRequest(service=SERVICE))
         assert resp.status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+async def test_separate_health_port_serves_only_health(runner):
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{runner.health_port}") as ch:
+        resp = await health_pb2_grpc.HealthStub(ch).Check(
+            health_pb2.HealthCheckRequest(service=SERVICE)
+        )
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await controller_pb2_grpc.ControllerServiceStub(ch).ControlledShutdown(
+                controller_pb2.ControlledShutdownRequest(broker_id=1)
+            )
+        assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
