@@ -1,0 +1,74 @@
+"""Per-topic log configuration, parsed from Kafka's topic config names.
+
+Topic configs arrive as strings (from etcd ``/config/topics/<name>`` or a TopicAssignment);
+the log only ever sees this frozen, validated object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_DAY_MS = 24 * 60 * 60 * 1000
+
+# Kafka name -> field name.
+_KEYS = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "retention.bytes": "retention_bytes",
+    "retention.ms": "retention_ms",
+    "index.interval.bytes": "index_interval_bytes",
+    "max.message.bytes": "max_message_bytes",
+}
+
+# Smallest legal value of each field (Kafka's validators; -1 means "unlimited" for retention).
+_MINIMUMS = {
+    "segment_bytes": 14,
+    "segment_ms": 1,
+    "retention_bytes": -1,
+    "retention_ms": -1,
+    "index_interval_bytes": 0,
+    "max_message_bytes": 0,
+}
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """The knobs one partition log obeys; defaults are Kafka's broker defaults."""
+
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * _DAY_MS
+    retention_bytes: int = -1
+    retention_ms: int = 7 * _DAY_MS
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = 1024 * 1024 + 12
+
+    def __post_init__(self) -> None:
+        for name, minimum in _MINIMUMS.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, str | int], base: LogConfig | None = None
+    ) -> LogConfig:
+        """Overlay Kafka-named topic configs on ``base``; other keys are not ours and ignored.
+
+        Raises ValueError for a value that is not an integer or is out of range, so the admin
+        path can answer INVALID_CONFIG before anything is written.
+        """
+        changes: dict[str, int] = {}
+        for key, field_name in _KEYS.items():
+            if key in props:
+                raw = props[key]
+                try:
+                    changes[field_name] = int(raw)
+                except (TypeError, ValueError):
+                    raise ValueError(f"{key} must be an integer, got {raw!r}") from None
+        return dataclasses.replace(base or cls(), **changes)
+
+    def to_properties(self) -> dict[str, str]:
+        """The Kafka-named string form, e.g. for DescribeConfigs."""
+        return {key: str(getattr(self, field_name)) for key, field_name in _KEYS.items()}

@@ -1,0 +1,69 @@
+"""Errors raised by the partition log.
+
+Each error carries the Kafka protocol error code the broker should answer with, so the
+servicer's single error mapping can translate them without knowing the log's internals.
+The numbers are those of ``leasehold.common.v1.ErrorCode`` (Kafka's own codes); this
+package deliberately does not import the generated protobuf code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class LogError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+    error_code: int = -1  # UNKNOWN_SERVER_ERROR
+
+
+class KafkaStorageError(LogError):
+    """The disk failed under us (I/O error, missing file): the replica is offline."""
+
+    error_code = 56  # KAFKA_STORAGE_ERROR
+
+
+class CorruptRecordError(LogError):
+    """A batch failed its CRC or structural check."""
+
+    error_code = 2  # CORRUPT_MESSAGE
+
+
+class InvalidRecordError(LogError):
+    """A produce request the leader refuses to turn into a batch (empty, bad timestamp)."""
+
+    error_code = 87  # INVALID_RECORD
+
+
+class RecordTooLargeError(LogError):
+    """A leader batch is larger than the topic's ``max.message.bytes``."""
+
+    error_code = 10  # MESSAGE_TOO_LARGE
+
+
+class OffsetOutOfOrderError(LogError):
+    """A follower append whose offsets do not continue the log (or go backwards inside)."""
+
+    error_code = 2  # CORRUPT_MESSAGE: Kafka reports out-of-order follower data this way
+
+
+class OffsetOutOfRangeError(LogError):
+    """A read (or log start offset move) outside ``[log_start_offset, log_end_offset]``."""
+
+    error_code = 1  # OFFSET_OUT_OF_RANGE
+
+
+class InconsistentTopicIdError(LogError):
+    """A log directory on disk belongs to another incarnation of the topic."""
+
+    error_code = 103  # INCONSISTENT_TOPIC_ID
+
+
+@contextmanager
+def storage_errors(context: str) -> Iterator[None]:
+    """Re-raise an OSError inside the block as KafkaStorageError("<context>: <error>")."""
+    try:
+        yield
+    except OSError as exc:
+        raise KafkaStorageError(f"{context}: {exc}") from exc

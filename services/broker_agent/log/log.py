@@ -1,0 +1,396 @@
+"""One replica's log: ``<data_dir>/<topic>-<partition>/``, Kafka's UnifiedLog in miniature.
+
+The leader assigns offsets and stamps its epoch (``append_as_leader``); a follower stores the
+leader's bytes verbatim (``append_as_follower``). Reads return whole batches. The leader-epoch
+cache, the recovery point and the segments are kept consistent through truncation, retention
+and crash recovery. High watermark and log start offset live in memory here and are made
+durable by the LogManager's per-directory checkpoints, as in Kafka.
+
+Calls are synchronous and serialised by a per-log lock; an OSError turns the log offline
+(every later call raises KafkaStorageError) because its in-memory state can no longer be
+trusted to match the disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+from services.broker_agent.log.batch import Record, build_batch, iter_batches, validated_batches
+from services.broker_agent.log.config import LogConfig
+from services.broker_agent.log.epoch_cache import EpochEntry, LeaderEpochCache
+from services.broker_agent.log.epoch_file import LeaderEpochFileCache
+from services.broker_agent.log.errors import (
+    CorruptRecordError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    storage_errors,
+)
+from services.broker_agent.log.handles import FileHandleCache
+from services.broker_agent.log.local_log import LocalLog
+from services.broker_agent.log.results import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchDataInfo,
+    LogAppendInfo,
+    TimestampAndOffset,
+)
+from services.broker_agent.log.retention import deletable_prefix
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _guarded(method: Callable[Concatenate[Log, P], R]) -> Callable[Concatenate[Log, P], R]:
+    """Serialise the call and turn I/O failures into KafkaStorageError (log goes offline)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Log, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            if self._offline is not None:
+                raise KafkaStorageError(f"log {self.directory} is offline: {self._offline}")
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as exc:
+                self._offline = str(exc)
+                raise KafkaStorageError(f"I/O error in log {self.directory}: {exc}") from exc
+
+    return wrapper
+
+
+def _system_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Log:
+    """A partition replica's log. Create with :meth:`Log.open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        handles: FileHandleCache,
+        clock: Callable[[], int],
+    ) -> None:
+        self.directory = directory
+        self._local = LocalLog(directory, config, handles)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._offline: str | None = None
+        self._epochs = LeaderEpochCache()
+        self._log_start_offset = 0
+        self._high_watermark = 0
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path | str,
+        config: LogConfig | None = None,
+        *,
+        handles: FileHandleCache | None = None,
+        high_watermark: int = 0,
+        log_start_offset: int = 0,
+        clock: Callable[[], int] | None = None,
+    ) -> Log:
+        """Open (creating if needed) and recover the log in ``directory``. The watermarks
+        are the LogManager's checkpointed values, clamped to what survived recovery."""
+        log = cls(
+            Path(directory),
+            config or LogConfig(),
+            handles or FileHandleCache(),
+            clock or _system_clock,
+        )
+        try:
+            with log._lock:
+                log._load(high_watermark, log_start_offset)
+        except (OSError, CorruptRecordError) as exc:  # the latter: below the recovery point
+            log._local.close()
+            raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
+        return log
+
+    def _load(self, high_watermark: int, log_start_offset: int) -> None:
+        self._local.load(initial_base_offset=max(log_start_offset, 0))
+        leo = self.log_end_offset
+        self._log_start_offset = min(max(log_start_offset, self._local.first_base_offset), leo)
+        self._high_watermark = min(max(high_watermark, self._log_start_offset), leo)
+        self._epochs = LeaderEpochFileCache(self.directory)
+        self._epochs.truncate_from_end(leo)
+        self._epochs.truncate_from_start(self._log_start_offset)
+
+    # ---------------------------------------------------------------- offsets
+
+    @property
+    def config(self) -> LogConfig:
+        return self._local.config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        """New topic configs apply to later appends, rolls and retention runs."""
+        with self._lock:
+            self._local.config = config
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._local.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self.update_high_watermark(offset)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark clamped to ``[log_start_offset, log_end_offset]``."""
+        with self._lock:
+            leo = self.log_end_offset
+            self._high_watermark = min(max(offset, self._log_start_offset), leo)
+            return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is fsynced."""
+        return self._local.recovery_point
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._local.segments)
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return [segment.base_offset for segment in self._local.segments]
+
+    @property
+    def is_offline(self) -> bool:
+        return self._offline is not None
+
+    # ---------------------------------------------------------------- appends
+
+    @_guarded
+    def append_as_leader(
+        self, records: Sequence[Record], leader_epoch: int, now_ms: int | None = None
+    ) -> LogAppendInfo:
+        """Assign the next offsets to ``records``, stamp ``leader_epoch``, append one batch;
+        ``now_ms`` (default: the clock) replaces record timestamps of 0."""
+        now = self._clock() if now_ms is None else now_ms
+        first = self.log_end_offset
+        batch = build_batch(first, leader_epoch, records, now)
+        if len(batch) > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {len(batch)} bytes exceeds max.message.bytes "
+                f"{self.config.max_message_bytes}"
+            )
+        (view,) = iter_batches(batch)
+        self._maybe_assign_epoch(leader_epoch, first)
+        self._local.append(batch, [view.header])
+        return LogAppendInfo.of([view.header], len(batch), self._log_start_offset)
+
+    @_guarded
+    def append_as_follower(self, data: bytes | memoryview) -> LogAppendInfo:
+        """Append the leader's batches verbatim after checking CRCs and offset order.
+
+        Nothing is written unless every batch is valid. A trailing partial batch (possible in
+        a size-capped fetch response) is ignored, as Kafka does.
+        """
+        views = validated_batches(data, self.log_end_offset)
+        if not views:
+            return LogAppendInfo(-1, -1, -1, -1, 0, 0, self._log_start_offset)
+        for view in views:
+            self._maybe_assign_epoch(view.partition_leader_epoch, view.base_offset)
+        valid_bytes = sum(view.size for view in views)
+        headers = [view.header for view in views]
+        self._local.append(memoryview(data)[:valid_bytes], headers)
+        return LogAppendInfo.of(headers, valid_bytes, self._log_start_offset)
+
+    @_guarded
+    def roll(self) -> None:
+        """Start a new active segment at the log end offset (no-op if the active is empty)."""
+        if self._local.segments[-1].size:
+            self._local.roll(self.log_end_offset)
+
+    # ------------------------------------------------------------------ reads
+
+    @_guarded
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one containing ``start_offset``, below ``max_offset``.
+
+        At most ``max_bytes``, except that with ``min_one_batch`` the first batch is
+        returned even if larger (so a consumer can always make progress). Consumers pass the
+        high watermark as ``max_offset``; followers read to the log end.
+        """
+        leo = self.log_end_offset
+        if not self._log_start_offset <= start_offset <= leo:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} outside [{self._log_start_offset}, {leo}] "
+                f"of {self.directory.name}"
+            )
+        limit = leo if max_offset is None else min(max_offset, leo)
+        records = b""
+        if start_offset < limit:
+            records = self._local.read(start_offset, max_bytes, limit, min_one_batch)
+        return FetchDataInfo(
+            start_offset, records, self._high_watermark, self._log_start_offset, leo
+        )
+
+    @_guarded
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, else the first record with timestamp >= it.
+
+        None when no record is that recent. (The broker clamps "latest" to the high
+        watermark for consumers; the log answers for the whole log.)
+        """
+        if timestamp == EARLIEST_TIMESTAMP:
+            epoch = self._epochs.epoch_for_offset(self._log_start_offset)
+            return TimestampAndOffset(-1, self._log_start_offset, -1 if epoch is None else epoch)
+        if timestamp == LATEST_TIMESTAMP:
+            epoch = self._epochs.latest_epoch
+            return TimestampAndOffset(-1, self.log_end_offset, -1 if epoch is None else epoch)
+        if timestamp < 0:
+            raise ValueError(f"invalid ListOffsets timestamp {timestamp}")
+        found = self._local.find_offset_by_timestamp(timestamp, self._log_start_offset)
+        return None if found is None else TimestampAndOffset(*found)
+
+    # ------------------------------------------------------ truncation, retention
+
+    @_guarded
+    def truncate_to(self, offset: int) -> bool:
+        """Drop every record at ``offset`` or beyond (a follower's divergent suffix); False
+        if there was nothing to drop. The epoch cache is trimmed to the log end either way: a
+        stale entry there (a leader that never appended) must not survive."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            self._epochs.truncate_from_end(self.log_end_offset)
+            return False
+        if offset < self._local.first_base_offset:
+            self._truncate_fully(offset)
+            return True
+        self._local.truncate_to(offset)
+        leo = self.log_end_offset
+        self._epochs.truncate_from_end(leo)
+        self._log_start_offset = min(self._log_start_offset, leo)
+        self._high_watermark = min(self._high_watermark, leo)
+        return True
+
+    @_guarded
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete everything and continue empty at ``offset`` (the follower is so far behind
+        that the leader no longer has the data after its log end)."""
+        if offset < 0:
+            raise ValueError(f"cannot start a log at negative offset {offset}")
+        self._truncate_fully(offset)
+
+    def _truncate_fully(self, offset: int) -> None:
+        self._local.truncate_fully(offset)
+        self._epochs.clear()
+        self._log_start_offset = offset
+        self._high_watermark = offset
+
+    @_guarded
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Advance the log start offset (DeleteRecords, or the leader's, on a follower).
+
+        Raises OffsetOutOfRangeError beyond the high watermark, as Kafka does. Segments
+        wholly below the new start are deleted by the next retention run.
+        """
+        if offset <= self._log_start_offset:
+            return False
+        if offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot move the log start offset to {offset}, beyond the high watermark "
+                f"{self._high_watermark}"
+            )
+        self._set_log_start_offset(offset)
+        return True
+
+    @_guarded
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Apply retention.ms / retention.bytes / log start offset; returns segments deleted."""
+        config = self.config
+        count = deletable_prefix(
+            self._local.summaries(),
+            now_ms=self._clock() if now_ms is None else now_ms,
+            retention_ms=config.retention_ms,
+            retention_bytes=config.retention_bytes,
+            high_watermark=self._high_watermark,
+            log_start_offset=self._log_start_offset,
+        )
+        if count:
+            self._local.delete_oldest(count)
+            self._set_log_start_offset(max(self._log_start_offset, self._local.first_base_offset))
+        return count
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self._epochs.truncate_from_start(offset)
+
+    # ----------------------------------------------------------- leader epochs
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epochs.latest_epoch
+
+    @property
+    def epoch_entries(self) -> list[EpochEntry]:
+        return self._epochs.entries()
+
+    @_guarded
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` starts at ``start_offset`` (a new leader does this at its
+        log end offset before accepting writes)."""
+        self._epochs.assign(epoch, start_offset)
+
+    def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: ``(epoch, end offset)``, (-1, -1) when unknown."""
+        with self._lock:
+            return self._epochs.end_offset_for(requested_epoch, self.log_end_offset)
+
+    def _maybe_assign_epoch(self, epoch: int, start_offset: int) -> None:
+        latest = self._epochs.latest_epoch
+        if epoch >= 0 and (latest is None or epoch > latest):
+            self._epochs.assign(epoch, start_offset)
+
+    # -------------------------------------------------------------- lifecycle
+
+    @_guarded
+    def flush(self) -> None:
+        """fsync every append so far (acks=all); free when nothing changed since last time."""
+        self._local.flush()
+
+    @_guarded
+    def checkpoint_recovery_point(self) -> None:
+        """Persist the recovery point (cheap no-op when unchanged)."""
+        self._local.checkpoint_recovery_point()
+
+    @_guarded
+    def close(self) -> None:
+        """Flush, record the recovery point, release file handles; the log goes offline."""
+        self._local.flush()
+        self._local.checkpoint_recovery_point()
+        self._local.close()
+        self._offline = "closed"
+
+    def delete(self) -> None:
+        """Remove the directory and everything in it; the log goes offline.
+
+        Works on an offline log too: deleting is how a broken replica is cleaned up.
+        """
+        with self._lock, storage_errors(f"cannot delete log {self.directory}"):
+            self._offline = "deleted"
+            self._local.delete()

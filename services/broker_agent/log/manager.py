@@ -1,0 +1,259 @@
+"""All the replica logs of one broker agent, under one data directory (Kafka's LogManager).
+
+Layout::
+
+    <data_dir>/
+        replication-offset-checkpoint     high watermark of every partition
+        log-start-offset-checkpoint       log start offset of every partition
+        <topic>-<partition>/              one Log (segments, leader-epoch-checkpoint,
+                                          recovery-point, partition.metadata)
+
+Every log shares one bounded LRU of file descriptors, so an agent can host tens of thousands
+of replicas. The watermark checkpoints are written when the owner asks (periodically and on
+shutdown), as Kafka does; each write is atomic.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from services.broker_agent.log import checkpoint
+from services.broker_agent.log.config import LogConfig
+from services.broker_agent.log.errors import (
+    InconsistentTopicIdError,
+    KafkaStorageError,
+    storage_errors,
+)
+from services.broker_agent.log.handles import DEFAULT_MAX_OPEN, FileHandleCache
+from services.broker_agent.log.local_log import DELETE_SUFFIX, remove_log_directory
+from services.broker_agent.log.log import Log
+
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+
+TopicPartition = tuple[str, int]
+
+# Kafka's legal topic names; anything else could escape the data directory.
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def log_dir_name(topic: str, partition: int) -> str:
+    if not _TOPIC_NAME.match(topic) or topic in (".", ".."):
+        raise ValueError(f"illegal topic name {topic!r}")
+    if partition < 0:
+        raise ValueError(f"illegal partition {partition}")
+    return f"{topic}-{partition}"
+
+
+def parse_log_dir_name(name: str) -> TopicPartition | None:
+    """``(topic, partition)`` for a log directory name; None for anything else."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not partition.isdigit() or not _TOPIC_NAME.match(topic):
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    """Creates, finds, checkpoints, retains and deletes the logs under ``data_dir``.
+
+    Loading happens in the constructor: every log directory is opened and recovered. A log
+    that cannot be opened is recorded in ``offline`` and answers KafkaStorageError.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        *,
+        default_config: LogConfig | None = None,
+        max_open_files: int = DEFAULT_MAX_OPEN,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.default_config = default_config or LogConfig()
+        self.handles = FileHandleCache(max_open_files)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._topic_ids: dict[TopicPartition, str] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
+        self.offline: dict[TopicPartition, str] = {}
+        self._load()
+
+    def _load(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        high_watermarks = checkpoint.read_partition_offsets(
+            self.data_dir / HIGH_WATERMARK_CHECKPOINT
+        )
+        start_offsets = checkpoint.read_partition_offsets(
+            self.data_dir / LOG_START_OFFSET_CHECKPOINT
+        )
+        for path in sorted(self.data_dir.iterdir()):
+            if path.is_dir() and path.name.endswith(DELETE_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)  # a deletion interrupted by a crash
+                continue
+            tp = parse_log_dir_name(path.name) if path.is_dir() else None
+            if tp is None:
+                continue
+            try:
+                self._logs[tp] = self._open(
+                    path, tp, high_watermarks.get(tp, 0), start_offsets.get(tp, 0)
+                )
+                topic_id = checkpoint.read_topic_id(path / PARTITION_METADATA)
+                if topic_id:
+                    self._topic_ids[tp] = topic_id
+            except KafkaStorageError as exc:
+                self.offline[tp] = str(exc)
+
+    def _open(self, path: Path, tp: TopicPartition, high_watermark: int, start: int) -> Log:
+        return Log.open(
+            path,
+            self.config_for(tp[0]),
+            handles=self.handles,
+            high_watermark=high_watermark,
+            log_start_offset=start,
+            clock=self._clock,
+        )
+
+    # --------------------------------------------------------------- lookups
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    def update_topic_config(self, topic: str, config: LogConfig | Mapping[str, str]) -> None:
+        """Apply a topic's (changed) configs to its existing and future logs.
+
+        ``config`` may be Kafka-named strings (``{"retention.ms": "60000"}``), overlaid on the
+        default config; a bad value raises ValueError before anything changes.
+        """
+        if not isinstance(config, LogConfig):
+            config = LogConfig.from_properties(config, self.default_config)
+        with self._lock:
+            self._topic_configs[topic] = config
+            for (log_topic, _), log in self._logs.items():
+                if log_topic == topic:
+                    log.config = config
+
+    def get(self, topic: str, partition: int) -> Log | None:
+        with self._lock:
+            self._raise_if_offline((topic, partition))
+            return self._logs.get((topic, partition))
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        with self._lock:
+            return dict(self._logs)
+
+    def topic_id(self, topic: str, partition: int) -> str | None:
+        return self._topic_ids.get((topic, partition))
+
+    def get_or_create(
+        self,
+        topic: str,
+        partition: int,
+        topic_id: str = "",
+        config: LogConfig | Mapping[str, str] | None = None,
+    ) -> Log:
+        """The partition's log, created empty if absent.
+
+        ``config`` (if given) becomes the topic's config. A non-empty ``topic_id`` must match
+        the one recorded in the directory: a different one means a stale log of a deleted
+        topic with the same name (InconsistentTopicIdError).
+        """
+        tp = (topic, partition)
+        name = log_dir_name(topic, partition)
+        with self._lock:
+            self._raise_if_offline(tp)
+            if config is not None:
+                self.update_topic_config(topic, config)
+            log = self._logs.get(tp)
+            known_id = self._topic_ids.get(tp)
+            if topic_id and known_id and known_id != topic_id:
+                raise InconsistentTopicIdError(f"{name} holds topic id {known_id}, not {topic_id}")
+            if log is None:
+                log = self._open(self.data_dir / name, tp, 0, 0)
+                self._logs[tp] = log
+            if topic_id and not known_id:
+                with storage_errors(f"cannot record the topic id of {name}"):
+                    checkpoint.write_topic_id(log.directory / PARTITION_METADATA, topic_id)
+                self._topic_ids[tp] = topic_id
+            return log
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Remove the partition's log and its directory (StopReplica with delete).
+
+        An offline log is removed too: deleting is how a broken replica gets cleaned up.
+        """
+        tp = (topic, partition)
+        with self._lock:
+            self._topic_ids.pop(tp, None)
+            was_offline = self.offline.pop(tp, None) is not None
+            log = self._logs.pop(tp, None)
+            if log is not None:
+                log.delete()
+            elif was_offline:
+                with storage_errors(f"cannot delete {topic}-{partition}"):
+                    remove_log_directory(self.data_dir / log_dir_name(topic, partition))
+            return log is not None or was_offline
+
+    # ----------------------------------------------------------- maintenance
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write_offsets(HIGH_WATERMARK_CHECKPOINT, lambda log: log.high_watermark)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        self._write_offsets(LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset)
+
+    def checkpoint_recovery_points(self) -> None:
+        """Persist each log's recovery point (only those that moved are rewritten)."""
+        for log in self._online_logs():
+            log.checkpoint_recovery_point()
+
+    def flush_all(self) -> None:
+        for log in self._online_logs():
+            log.flush()
+
+    def run_retention(self, now_ms: int | None = None) -> int:
+        """Apply retention to every log; returns the number of segments deleted.
+
+        A log whose disk fails is marked offline and skipped; the others still run.
+        """
+        deleted = 0
+        for tp, log in self.all_logs().items():
+            if log.is_offline:
+                continue
+            try:
+                deleted += log.delete_old_segments(now_ms)
+            except KafkaStorageError as exc:
+                self.offline[tp] = str(exc)
+        return deleted
+
+    def close(self) -> None:
+        """Flush and close every log, then write the watermark checkpoints."""
+        with self._lock:
+            for log in self._online_logs():
+                log.close()
+            self.checkpoint_high_watermarks()
+            self.checkpoint_log_start_offsets()
+            self.handles.close_all()
+
+    # ------------------------------------------------------------- internals
+
+    def _online_logs(self) -> list[Log]:
+        return [log for log in self.all_logs().values() if not log.is_offline]
+
+    def _raise_if_offline(self, tp: TopicPartition) -> None:
+        reason = self.offline.get(tp)
+        if reason is None and tp in self._logs and self._logs[tp].is_offline:
+            reason = f"log {tp[0]}-{tp[1]} is offline"
+        if reason is not None:
+            raise KafkaStorageError(reason)
+
+    def _write_offsets(self, name: str, value: Callable[[Log], int]) -> None:
+        with self._lock:
+            offsets = {tp: value(log) for tp, log in self._logs.items()}
+        with storage_errors(f"cannot write {name}"):
+            checkpoint.write_partition_offsets(self.data_dir / name, offsets)
