@@ -19,7 +19,7 @@ from aetcd import rpc
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-PAGE_SIZE = 1000
+PAGE_SIZE = 10_000  # etcd re-counts the rest of the range per page: few big pages
 
 Compare = rpc.Compare
 RequestOp = rpc.RequestOp
