@@ -15,6 +15,9 @@ import grpc
 
 log = logging.getLogger(__name__)
 
+# Trailing metadata key carrying the Kafka-style ErrorCode number of a failed call.
+ERROR_CODE_METADATA_KEY = "leasehold-error-code"
+
 
 def status_of(exc: BaseException) -> grpc.StatusCode | None:
     name = getattr(exc, "grpc_status", None)
@@ -47,7 +50,14 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
                 if code is None:
                     log.exception("unhandled error in %s", method)
                     await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {exc!r}")
-                await context.abort(code, str(getattr(exc, "message", "") or exc))
+                kafka_code = getattr(exc, "code", None)
+                trailer = (
+                    ((ERROR_CODE_METADATA_KEY, str(kafka_code)),)
+                    if isinstance(kafka_code, int)
+                    else None
+                )
+                message = str(getattr(exc, "message", "") or exc)
+                await context.abort(code, message, trailing_metadata=trailer)
 
         return grpc.unary_unary_rpc_method_handler(
             guarded,

@@ -1,0 +1,1 @@
+"""The admin service: the public management API (topics, configs, reassignments, elections)."""

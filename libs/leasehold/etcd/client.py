@@ -26,7 +26,9 @@ RequestOp = rpc.RequestOp
 
 
 class EtcdError(Exception):
-    """etcd could not be reached or refused a request."""
+    """etcd could not be reached or refused a request; callers may retry (gRPC UNAVAILABLE)."""
+
+    grpc_status = "UNAVAILABLE"
 
 
 class CompactedError(EtcdError):

@@ -193,8 +193,15 @@ class LocalCluster:
         return self.admin.address
 
     def stop(self) -> None:
+        """Brokers first (their controlled shutdown needs a controller), then admin, controllers."""
         for proc in self.processes():
             proc.resume()
+        order = [
+            *self.brokers.values(),
+            *([self.admin] if self.admin else []),
+            *self.controllers.values(),
+        ]
+        for proc in order:
             proc.terminate(timeout=15)
         self.etcd.stop()
 

@@ -1,0 +1,1 @@
+"""The ``leasehold`` command line; the entry point is :func:`leasehold.cli.main.main`."""

@@ -1,0 +1,33 @@
+"""The Python SDK: admin operations, producing and consuming, over Leasehold's gRPC APIs.
+
+- :class:`AdminClient` (async) and :class:`SyncAdminClient`: every AdminService call.
+- :class:`Producer`: batching per partition, acks, retries on leadership changes.
+- :class:`Consumer`: explicitly assigned partitions from chosen offsets, following leaders.
+- :class:`ClusterMetadata`: broker discovery and partition leaders, shared by both.
+"""
+
+from leasehold.client.admin import AdminClient, SyncAdminClient, default_admin_address
+from leasehold.client.consumer import EARLIEST, LATEST, Consumer, ConsumerRecord
+from leasehold.client.errors import error_from_code, error_from_rpc
+from leasehold.client.metadata import ClusterMetadata, PartitionLeader
+from leasehold.client.partitioner import DefaultPartitioner, key_partition, murmur2
+from leasehold.client.producer import Producer, RecordMetadata
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "AdminClient",
+    "ClusterMetadata",
+    "Consumer",
+    "ConsumerRecord",
+    "DefaultPartitioner",
+    "PartitionLeader",
+    "Producer",
+    "RecordMetadata",
+    "SyncAdminClient",
+    "default_admin_address",
+    "error_from_code",
+    "error_from_rpc",
+    "key_partition",
+    "murmur2",
+]
