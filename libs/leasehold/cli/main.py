@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "leasehold.cli.cluster",
     "leasehold.cli.produce",
     "leasehold.cli.consume",
+    "services.pipeline.cli",
 )
 
 
