@@ -45,7 +45,14 @@ async def load_then_watch(
                 ):
                     if batch.events:
                         await on_events(batch.events, batch.revision)
-                    next_revision = max(next_revision, batch.revision + 1)
+                        # A catching-up watcher's header revision runs ahead of its events:
+                        # resume after the last event actually delivered, never after the header.
+                        last = max(ev.kv.mod_revision for ev in batch.events)
+                        next_revision = max(next_revision, last + 1)
+                    else:
+                        # etcd sends progress notifications only to synced watchers, so the
+                        # header revision is safe to resume from here.
+                        next_revision = max(next_revision, batch.revision + 1)
             except CompactedError as e:
                 log.warning("watch on %r compacted (%s); reloading", prefix, e)
                 break

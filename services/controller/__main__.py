@@ -1,0 +1,29 @@
+"""``python -m services.controller`` / ``leasehold-controller``: run one controller process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from leasehold import logs, telemetry
+from leasehold.server import ServiceRunner, run_until_signalled
+from services.controller.app import ControllerApp
+from services.controller.config import parse_args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    config = parse_args(argv)
+    logs.configure("controller", config.common.log_level)
+    telemetry.setup_tracing("leasehold-controller")
+    app = ControllerApp(config)
+    holder: list[ServiceRunner] = []
+    runner = ServiceRunner(config.common, app.service(lambda: holder[0].port))
+    holder.append(runner)
+    try:
+        asyncio.run(run_until_signalled(runner))
+    finally:
+        telemetry.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Wiring: etcd client, watch, store, controller, event loop, election, channels and gRPC.
+
+``ControllerApp`` is what ``__main__`` runs and what tests start in-process. Every controller
+process watches the whole cluster prefix from the start (hot standby) and campaigns; the event
+loop is the only place controller state changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+
+from google.protobuf.message import Message
+
+from leasehold import metrics as metrics_server
+from leasehold import telemetry
+from leasehold.common.v1 import common_pb2
+from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
+from leasehold.etcd.client import EtcdClient
+from leasehold.etcd.keys import Keyspace
+from leasehold.metadata.v1 import metadata_pb2
+from leasehold.server import Service
+from services.controller.channels import (
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    ChannelSettings,
+    ControllerChannelManager,
+)
+from services.controller.config import ControllerConfig
+from services.controller.controller import Controller
+from services.controller.core import TopicPartition
+from services.controller.election import ElectionRunner
+from services.controller.event_loop import EventLoop
+from services.controller.events import (
+    AlterPartition,
+    ControlledShutdown,
+    ControllerEvent,
+    StopReplicaResult,
+)
+from services.controller.metrics import ControllerMetrics
+from services.controller.servicer import SERVICE_NAME, ControllerServicer
+from services.controller.statelog import StateChangeLog
+from services.controller.store import ControllerStore
+from services.controller.watcher import ClusterWatcher
+
+log = logging.getLogger(__name__)
+
+
+class ControllerApp:
+    def __init__(self, config: ControllerConfig) -> None:
+        self.config = config
+        common = config.common
+        self.client = EtcdClient(common.etcd_endpoints, tls=common.etcd_tls)
+        self.keyspace = Keyspace(config.cluster_id)
+        self.statelog = StateChangeLog(config.state_change_log, config.controller_id)
+        self.events = EventLoop(self._handle)
+        self.watcher = ClusterWatcher(self.client, self.keyspace, self.events.put)
+        self.store = ControllerStore(self.client, self.keyspace, self.watcher.mirror)
+        self.controller = Controller(
+            config, self.store, self.statelog, self.watcher.snapshot_events, self._new_channels
+        )
+        self.controller.put = self.events.put
+        self.metrics = ControllerMetrics()
+        self.servicer = ControllerServicer(self.controller, self.events)
+        self.election: ElectionRunner | None = None
+        self.port = 0
+        self._watch_task: asyncio.Task | None = None
+
+    # ---- gRPC service --------------------------------------------------------------------------
+    def service(self, port_of: Callable[[], int]) -> Service:
+        """The Service for ``ServiceRunner``; ``port_of()`` gives the bound port at start."""
+
+        async def on_start() -> None:
+            await self.start(port_of())
+
+        return Service(
+            names=[SERVICE_NAME],
+            register=lambda server: controller_pb2_grpc.add_ControllerServiceServicer_to_server(
+                self.servicer, server
+            ),
+            on_start=on_start,
+            on_stop=self.stop,
+            interceptors=telemetry.server_interceptors(),
+        )
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    async def start(self, port: int) -> None:
+        self.port = port
+        await self.client.connect()
+        self.events.start()
+        self._watch_task = asyncio.create_task(self.watcher.run(), name="controller-watch")
+        common = self.config.common
+        registration = metadata_pb2.ControllerRegistration(
+            controller_id=self.config.controller_id,
+            host=common.advertised,
+            port=port,
+            incarnation_id=uuid.uuid4().hex,
+        ).SerializeToString()
+        self.election = ElectionRunner(
+            self.client,
+            self.keyspace,
+            self.config.session_ttl,
+            registration,
+            self.controller,
+            self.events,
+        )
+        self.election.start()
+        metrics_server.serve(self.metrics.registry, common.host, common.metrics_port)
+        log.info(
+            "controller %d started on port %d (cluster %s)",
+            self.config.controller_id,
+            port,
+            self.config.cluster_id,
+        )
+
+    async def stop(self) -> None:
+        """Resign (the standby takes over at once), then stop everything we started."""
+        if self.election is not None:
+            await self.election.stop()
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch_task
+        await self.events.stop()
+        for event in self.events.drain():
+            _answer_not_controller(event)
+        await self.controller.deactivate("the controller is stopping")
+        await self.client.close()
+        self.statelog.close()
+
+    async def _handle(self, event: ControllerEvent) -> None:
+        await self.controller.handle(event)
+        self.metrics.observe(self.controller, self.events)
+
+    # ---- broker channels -----------------------------------------------------------------------
+    def _new_channels(self) -> ControllerChannelManager:
+        common, cfg = self.config.common, self.config
+        settings = ChannelSettings(
+            controller_host=common.advertised,
+            controller_port=self.port,
+            tls=common.tls if common.tls.ca else None,
+            request_timeout_s=cfg.request_timeout_s,
+            backoff_s=cfg.retry_backoff_s,
+            backoff_max_s=cfg.retry_backoff_max_s,
+        )
+        return ControllerChannelManager(settings, self._on_response)
+
+    def _on_response(self, broker_id: int, kind: str, request: Message, response: Message) -> None:
+        """On a sender task: log errors; StopReplica(delete) answers become events."""
+        code = response.error_code
+        if code != common_pb2.ERROR_CODE_NONE:
+            log.warning(
+                "%s rejected by broker %d: %s %s",
+                kind,
+                broker_id,
+                common_pb2.ErrorCode.Name(code),
+                response.error_message,
+            )
+        if kind in (LEADER_AND_ISR, STOP_REPLICA):
+            for e in response.partition_errors:
+                if e.error_code != common_pb2.ERROR_CODE_NONE:
+                    log.warning(
+                        "%s for %s-%d failed on broker %d: %s",
+                        kind,
+                        e.topic,
+                        e.partition,
+                        broker_id,
+                        common_pb2.ErrorCode.Name(e.error_code),
+                    )
+        if kind == STOP_REPLICA:
+            result = stop_replica_result(broker_id, request, response)
+            if result is not None:
+                self.events.put(result)
+
+
+def stop_replica_result(broker_id: int, request, response) -> StopReplicaResult | None:
+    """Per deleted partition, the broker's error code (the whole request's when it failed)."""
+    deleted = [s for s in request.partition_states if s.delete_partition]
+    if not deleted:
+        return None
+    per_partition = {(e.topic, e.partition): e.error_code for e in response.partition_errors}
+    errors = tuple(
+        (
+            TopicPartition(s.topic, s.partition),
+            response.error_code or per_partition.get((s.topic, s.partition), 0),
+        )
+        for s in deleted
+    )
+    return StopReplicaResult(broker_id, request.controller_epoch, errors)
+
+
+def _answer_not_controller(event: ControllerEvent) -> None:
+    if isinstance(event, AlterPartition) and not event.future.done():
+        event.future.set_result(
+            controller_pb2.AlterPartitionResponse(error_code=common_pb2.ERROR_CODE_NOT_CONTROLLER)
+        )
+    elif isinstance(event, ControlledShutdown) and not event.future.done():
+        event.future.set_result(
+            controller_pb2.ControlledShutdownResponse(
+                error_code=common_pb2.ERROR_CODE_NOT_CONTROLLER
+            )
+        )

@@ -1,0 +1,85 @@
+"""The controller's configuration: common flags plus the controller's own, into a frozen object.
+
+Every flag is also readable from the environment (``LEASEHOLD_<NAME>``); the flag wins. Cluster
+behaviour that operators change at run time (``auto.leader.rebalance.enable``,
+``leader.imbalance.*``, ``delete.topic.enable``, ``unclean.leader.election.enable``) is *not*
+here: it is read from the cluster-wide dynamic config in etcd. The flags below only override the
+rebalance timing, which tests and ``make run`` want much shorter than Kafka's five minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from leasehold.config import CommonConfig, add_common_arguments, common_from_args, env
+
+DEFAULT_PORT = 9190
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    common: CommonConfig = field(default_factory=CommonConfig)
+    controller_id: int = 1
+    session_ttl: int = 5
+    state_change_log: str = ""
+    # Overrides the cluster config leader.imbalance.check.interval.seconds when > 0.
+    rebalance_interval_s: float = 0.0
+    # Kafka waits 5 s after failover before the first imbalance check.
+    rebalance_initial_delay_s: float = 5.0
+    # Per-broker request channel: deadline of one call and the retry backoff bounds.
+    request_timeout_s: float = 10.0
+    retry_backoff_s: float = 0.1
+    retry_backoff_max_s: float = 2.0
+    # A failed replica deletion (StopReplica error from a live broker) is retried after this.
+    deletion_retry_s: float = 2.0
+
+    @property
+    def cluster_id(self) -> str:
+        return self.common.cluster_id
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="leasehold-controller",
+        description="The Leasehold controller: elected through etcd, owns every partition state.",
+    )
+    add_common_arguments(parser, DEFAULT_PORT)
+    a = parser.add_argument
+    a("--controller-id", type=int, default=int(env("CONTROLLER_ID", "1")))
+    a("--session-ttl", type=int, default=int(env("SESSION_TTL", "5")), help="lease TTL, seconds")
+    a("--state-change-log", default=env("STATE_CHANGE_LOG", ""), help="JSON lines file")
+    a(
+        "--rebalance-interval",
+        type=float,
+        default=float(env("REBALANCE_INTERVAL", "0")),
+        help="seconds between leader-imbalance checks; 0 uses the cluster config",
+    )
+    a(
+        "--rebalance-initial-delay",
+        type=float,
+        default=float(env("REBALANCE_INITIAL_DELAY", "5")),
+        help="seconds after failover before the first imbalance check",
+    )
+    a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
+    a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ControllerConfig:
+    ns = build_parser().parse_args(argv)
+    if ns.controller_id < 0:
+        raise SystemExit("--controller-id must be >= 0")
+    if ns.session_ttl < 1:
+        raise SystemExit("--session-ttl must be at least 1 second")
+    return ControllerConfig(
+        common=common_from_args(ns),
+        controller_id=ns.controller_id,
+        session_ttl=ns.session_ttl,
+        state_change_log=ns.state_change_log,
+        rebalance_interval_s=ns.rebalance_interval,
+        rebalance_initial_delay_s=ns.rebalance_initial_delay,
+        request_timeout_s=ns.request_timeout,
+        deletion_retry_s=ns.deletion_retry,
+    )

@@ -1,0 +1,239 @@
+"""The controller: one object owning the context, driven only by the event loop.
+
+``handle`` is the event loop's handler. Metadata events first update the ``ClusterView``; a
+standby then copies them into its context (hot standby), the active controller runs the flow for
+them. ``execute`` is the decide-commit-apply pipeline every flow uses (DESIGN section 5): commit
+the plan's partition-state writes in fenced batched transactions, apply the plan to the context
+with the committed partition epochs, log its transitions, then queue its broker requests. Each
+event's requests form one batch, sent per broker when the event is done (or earlier where a flow
+needs an order, as failover does for UpdateMetadata).
+
+A ``FencedError`` anywhere means another controller has taken over: we resign at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from leasehold import telemetry
+from leasehold.etcd.client import EtcdError
+from leasehold.etcd.fenced import FencedError
+from services.controller import events as ev
+from services.controller.channels import ControllerChannelManager
+from services.controller.config import ControllerConfig
+from services.controller.core import (
+    ControllerContext,
+    ElectionError,
+    IllegalStateError,
+    RequestBatch,
+    StateChangePlan,
+    TopicPartition,
+)
+from services.controller.statelog import StateChangeLog, now_ms
+from services.controller.store import ControllerStore, NotElectedError, WriteConflictError
+from services.controller.view import ClusterView, apply_warm
+
+log = logging.getLogger(__name__)
+
+Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
+
+_METADATA = (
+    ev.BrokerChange,
+    ev.TopicChange,
+    ev.PartitionStateChange,
+    ev.ConfigChange,
+    ev.TopicDeletion,
+    ev.ReassignmentRequest,
+    ev.ElectionRequest,
+    ev.ControllerEpochChange,
+)
+
+
+class Controller:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        store: ControllerStore,
+        statelog: StateChangeLog,
+        snapshot: Callable[[], list[ev.ControllerEvent]],
+        channel_factory: Callable[[], ControllerChannelManager],
+    ) -> None:
+        from services.controller.flows import Flows  # the flows import this module for typing
+
+        self.config = config
+        self.id = config.controller_id
+        self.store = store
+        self.statelog = statelog
+        self._snapshot = snapshot
+        self._channel_factory = channel_factory
+        self.ctx = ControllerContext(self.id)
+        self.view = ClusterView()
+        self.batch = RequestBatch(self.ctx)
+        self.channels: ControllerChannelManager | None = None
+        self.active = False
+        self.generation = 0  # bumped on every activation and resignation
+        self.epoch = 0
+        self.epoch_revision = 0
+        self.synced_revision = 0
+        self.pending_failover: tuple[int, float] | None = None  # (epoch revision, start time)
+        self.election_generation = 0
+        self.on_deposed: Callable[[], None] = lambda: None
+        self.put: Callable[[ev.ControllerEvent], None] = lambda e: None
+        self.flows = Flows(self)
+
+    # ---- the event handler -------------------------------------------------------------------
+    async def handle(self, event: ev.ControllerEvent) -> None:
+        try:
+            self.batch.new_batch()
+        except IllegalStateError as e:  # a bug: a previous event queued requests it never sent
+            log.error("%s; dropping them", e)
+            self.batch.clear()
+        with telemetry.span(
+            "controller.event", event=event.name, controller_id=self.id, controller_epoch=self.epoch
+        ):
+            try:
+                await self._dispatch(event)
+                self.flush()
+            except (FencedError, NotElectedError) as e:
+                log.warning("deposed while handling %s: %s", event.name, e)
+                await self.deactivate(f"fenced: {e}")
+                self.on_deposed()
+            except (EtcdError, WriteConflictError) as e:
+                # A write may have half-happened: only a fresh failover from etcd is safe now.
+                if not (self.active or self.pending_failover):
+                    raise
+                log.error("etcd failed while handling %s (%s); resigning", event.name, e)
+                await self.deactivate(f"etcd error: {e}")
+                self.on_deposed()
+
+    async def _dispatch(self, event: ev.ControllerEvent) -> None:
+        f = self.flows
+        if isinstance(event, _METADATA):
+            self.view.update(event)
+            if isinstance(event, ev.ControllerEpochChange):
+                await self._on_epoch_change(event)
+            elif not self.active:
+                apply_warm(self.ctx, self.view, event)
+            else:
+                await f.on_metadata(event)
+        elif isinstance(event, ev.Synced):
+            self.synced_revision = max(self.synced_revision, event.revision)
+            if self.pending_failover and self.synced_revision >= self.pending_failover[0]:
+                await f.failover.failover()
+        elif isinstance(event, ev.Elected):
+            await f.failover.on_elected(event)
+        elif isinstance(event, ev.Resign):
+            await self.deactivate(event.reason)
+            if event.done is not None and not event.done.done():
+                event.done.set_result(None)
+        elif isinstance(event, ev.AlterPartition):
+            await f.alter_partition.handle(event)
+        elif isinstance(event, ev.ControlledShutdown):
+            await f.shutdown.handle(event)
+        elif not self.active:
+            return
+        elif isinstance(event, ev.AutoRebalance) and event.generation == self.generation:
+            await f.elections.auto_rebalance()
+        elif isinstance(event, ev.StopReplicaResult) and event.controller_epoch == self.epoch:
+            await f.deletion.on_stop_replica_result(event)
+        elif isinstance(event, ev.RetryTopicDeletion) and event.generation == self.generation:
+            await f.deletion.resume_for(event.topics)
+
+    async def _on_epoch_change(self, event: ev.ControllerEpochChange) -> None:
+        mine = self.active or self.pending_failover is not None
+        if mine and event.mod_revision > self.epoch_revision:
+            log.warning(
+                "controller epoch moved to %d (controller %d): we are deposed",
+                event.epoch,
+                event.controller_id,
+            )
+            await self.deactivate("a newer controller epoch was written")
+            self.on_deposed()
+
+    def new_channels(self) -> ControllerChannelManager:
+        return self._channel_factory()
+
+    # ---- decide, commit, apply ---------------------------------------------------------------
+    def now_ms(self) -> int:
+        return now_ms()
+
+    async def execute(
+        self, plan: StateChangePlan, *, retry: Retry | None = None, attempts: int = 3
+    ) -> StateChangePlan:
+        """Commit ``plan``'s writes, apply it, log it, queue its requests; return what applied.
+
+        Partitions whose epoch changed in etcd behind our back are re-read and, when ``retry``
+        is given, decided again (Kafka's zkVersion retry loop), at most ``attempts`` times.
+        """
+        for f in plan.failures:
+            quiet = f.election_error is ElectionError.ELECTION_NOT_NEEDED
+            log.log(logging.INFO if quiet else logging.WARNING, "state change failed: %s", f.reason)
+        offline = {
+            w.tp: [
+                r
+                for r in w.assignment.replicas
+                if not self.ctx.is_replica_online(r, w.tp, include_shutting_down=True)
+            ]
+            for w in plan.writes
+        }
+        with telemetry.span("controller.commit", write_count=len(plan.writes)) as span:
+            result = await self.store.commit_plan(plan, offline)
+            span.set_attribute("leasehold.txn_count", result.transactions)
+        applied = plan.drop_partitions(result.stale, "partition epoch changed in etcd")
+        self.ctx.apply_plan(applied, result.epochs)
+        self.statelog.write(applied.records)
+        self.batch.add_plan(applied)
+        if result.stale:
+            log.warning(
+                "partition states changed behind our back: %s", list(map(str, result.stale))
+            )
+            await self.refresh_partitions(result.stale)
+            if retry is not None and attempts > 1:
+                await self.execute(retry(result.stale), retry=retry, attempts=attempts - 1)
+        return applied
+
+    async def refresh_partitions(self, tps: Sequence[TopicPartition]) -> None:
+        for tp, stored in (await self.store.read_partition_states(tps)).items():
+            if stored is not None:
+                self.ctx.apply_leader_and_isr(tp, stored.leader_and_isr)
+
+    def flush(self) -> None:
+        """Send the current batch: one request of each kind per broker."""
+        if not self.batch.has_pending:
+            return
+        requests = self.batch.build()
+        if self.channels is not None and self.active:
+            self.channels.send_batch(requests)
+
+    # ---- resignation ---------------------------------------------------------------------------
+    async def deactivate(self, reason: str) -> None:
+        """Undo everything failover did and rebuild a standby context from the watch mirror."""
+        was = self.active or self.pending_failover is not None
+        self.active = False
+        self.pending_failover = None
+        self.generation += 1
+        self.store.clear_fence()
+        self.batch.clear()
+        self.flows.stop()
+        if self.channels is not None:
+            channels, self.channels = self.channels, None
+            await channels.close()
+        if was:
+            log.info("resigned as controller: %s", reason)
+            self.statelog.controller("resigned", self.epoch)
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """A fresh context without the active controller's volatile state (shutting-down
+        brokers, replica/partition states, deletion queue), from the watch mirror."""
+        started = time.monotonic()
+        self.ctx = ControllerContext(self.id)
+        self.batch = RequestBatch(self.ctx)
+        self.view = ClusterView()
+        for event in self._snapshot():
+            if isinstance(event, _METADATA):
+                self.view.update(event)
+                apply_warm(self.ctx, self.view, event)
+        log.info("standby context rebuilt in %.1f ms", (time.monotonic() - started) * 1000)

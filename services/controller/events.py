@@ -1,0 +1,177 @@
+"""The controller's events: everything the single event loop processes, one at a time.
+
+Two families, as Kafka's ControllerEventManager has:
+
+* Metadata events, made from etcd watch batches by the store (never handled on the watch task):
+  ``BrokerChange``, ``TopicChange`` (which includes partition additions, Kafka's
+  PartitionModifications), ``PartitionStateChange``, ``ConfigChange``, ``TopicDeletion``,
+  ``ReassignmentRequest``, ``ElectionRequest``, ``ControllerEpochChange``, then ``Synced`` with
+  the batch's revision. All changes of one watch batch of the same kind travel in one event, so
+  one admin call that wrote many keys becomes one decision and one batched commit.
+* Control events: ``Elected`` / ``Resign`` from the election task, ``AutoRebalance`` from the
+  scheduler, ``AlterPartition`` / ``ControlledShutdown`` from the gRPC servicer (they carry a
+  future the servicer awaits), ``StopReplicaResult`` from a broker channel, and
+  ``RetryTopicDeletion`` from the deletion manager's back-off timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from leasehold.controller.v1 import controller_pb2
+from leasehold.metadata.v1 import metadata_pb2
+from services.controller.codec import StoredPartitionState
+from services.controller.core import BrokerInfo, TopicPartition
+
+
+class ControllerEvent:
+    """Base class; ``name`` is what metrics and spans call the event."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+
+# ---- metadata events (from the etcd watch) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrokerChange(ControllerEvent):
+    """Registrations created or changed (a new create revision is a bounce) and removed."""
+
+    registered: tuple[BrokerInfo, ...] = ()
+    deregistered: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicUpdate:
+    topic: str
+    assignment: metadata_pb2.TopicAssignment | None  # None: the topic key was deleted
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class TopicChange(ControllerEvent):
+    updates: tuple[TopicUpdate, ...]
+
+
+@dataclass(frozen=True)
+class PartitionStateUpdate:
+    tp: TopicPartition
+    state: StoredPartitionState | None  # None: the state key was deleted
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class PartitionStateChange(ControllerEvent):
+    updates: tuple[PartitionStateUpdate, ...]
+
+
+@dataclass(frozen=True)
+class ConfigChange(ControllerEvent):
+    """Topic config keys changed (entries None when deleted) and/or the cluster-wide default."""
+
+    topics: tuple[tuple[str, dict[str, str] | None], ...] = ()
+    cluster: dict[str, str] | None = None
+    cluster_changed: bool = False
+
+
+@dataclass(frozen=True)
+class DeletionIntentUpdate:
+    topic: str
+    intent: metadata_pb2.TopicDeletion | None
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class TopicDeletion(ControllerEvent):
+    updates: tuple[DeletionIntentUpdate, ...]
+
+
+@dataclass(frozen=True)
+class ReassignmentIntentUpdate:
+    tp: TopicPartition
+    intent: metadata_pb2.ReassignmentIntent | None
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class ReassignmentRequest(ControllerEvent):
+    updates: tuple[ReassignmentIntentUpdate, ...]
+
+
+@dataclass(frozen=True)
+class ElectionIntentUpdate:
+    request_id: str
+    intent: metadata_pb2.ElectionIntent | None
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class ElectionRequest(ControllerEvent):
+    updates: tuple[ElectionIntentUpdate, ...]
+
+
+@dataclass(frozen=True)
+class ControllerEpochChange(ControllerEvent):
+    epoch: int
+    controller_id: int
+    mod_revision: int
+
+
+@dataclass(frozen=True)
+class Synced(ControllerEvent):
+    """Every change up to ``revision`` has been queued before this event."""
+
+    revision: int
+
+
+# ---- control events ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Elected(ControllerEvent):
+    """This candidate now holds the election key; the handler bumps the epoch (contract 3)."""
+
+    election_key: bytes
+    election_revision: int
+    generation: int
+
+
+@dataclass(frozen=True)
+class Resign(ControllerEvent):
+    reason: str
+    done: asyncio.Future | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class AutoRebalance(ControllerEvent):
+    generation: int
+
+
+@dataclass(frozen=True)
+class AlterPartition(ControllerEvent):
+    request: controller_pb2.AlterPartitionRequest
+    future: asyncio.Future = field(compare=False)
+
+
+@dataclass(frozen=True)
+class ControlledShutdown(ControllerEvent):
+    request: controller_pb2.ControlledShutdownRequest
+    future: asyncio.Future = field(compare=False)
+
+
+@dataclass(frozen=True)
+class StopReplicaResult(ControllerEvent):
+    """A StopReplica(delete) answer from ``broker_id``: per partition error codes (0 = none)."""
+
+    broker_id: int
+    controller_epoch: int
+    errors: tuple[tuple[TopicPartition, int], ...]
+
+
+@dataclass(frozen=True)
+class RetryTopicDeletion(ControllerEvent):
+    topics: tuple[str, ...]
+    generation: int

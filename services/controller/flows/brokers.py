@@ -1,0 +1,142 @@
+"""Broker startup and failure (seed 000 §8.2.3), driven by registration keys coming and going.
+
+A registration whose create revision changed is a bounce (KIP-380: a new broker epoch): it is
+handled as a failure followed by a startup, so stale requests queued for the old incarnation are
+dropped with its channel.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from services.controller import statelog
+from services.controller.core import (
+    BrokerInfo,
+    LeaderSelector,
+    PartitionState,
+    ReplicaState,
+    partitions_to_trigger_online,
+)
+from services.controller.events import BrokerChange
+from services.controller.flows.common import move_partitions, move_replicas
+
+if TYPE_CHECKING:
+    from services.controller.controller import Controller
+
+log = logging.getLogger(__name__)
+
+
+class BrokerFlows:
+    def __init__(self, c: Controller) -> None:
+        self.c = c
+
+    async def on_broker_change(self, event: BrokerChange) -> None:
+        c = self.c
+        ctx = c.ctx
+        known = dict(ctx.brokers)
+        registered_ids = {info.id for info in event.registered}
+        gone = set(event.deregistered)
+        new: list[BrokerInfo] = []
+        bounced: list[BrokerInfo] = []
+        for info in event.registered:
+            old = known.get(info.id)
+            if old is None:
+                new.append(info)
+            elif old.epoch != info.epoch or info.id in gone:
+                bounced.append(info)
+            elif old != info:
+                ctx.apply_broker_registered(info)
+                if c.channels is not None:
+                    c.channels.update_broker(info)
+                c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)
+        dead = sorted(b for b in gone if b in known and b not in registered_ids)
+        log.info(
+            "broker change: new %s, bounced %s, dead %s",
+            sorted(i.id for i in new),
+            sorted(i.id for i in bounced),
+            dead,
+        )
+        if new:
+            for info in new:
+                self._add(info)
+            await self.on_broker_startup(sorted(i.id for i in new))
+        if bounced:
+            for info in bounced:
+                self._remove(info.id)
+            await self.on_broker_failure(sorted(i.id for i in bounced))
+            for info in bounced:
+                self._add(info)
+            await self.on_broker_startup(sorted(i.id for i in bounced))
+        if dead:
+            for broker_id in dead:
+                self._remove(broker_id)
+            await self.on_broker_failure(dead)
+
+    def _add(self, info: BrokerInfo) -> None:
+        c = self.c
+        c.ctx.apply_broker_registered(info)
+        if c.channels is not None:
+            c.channels.add_broker(info)
+        c.statelog.broker(statelog.BROKER_REGISTERED, info.id, c.epoch)
+
+    def _remove(self, broker_id: int) -> None:
+        c = self.c
+        c.ctx.apply_broker_removed(broker_id)  # also ends a controlled shutdown in progress
+        if c.channels is not None:
+            c.channels.remove_broker(broker_id)
+        c.statelog.broker(statelog.BROKER_EXPIRED, broker_id, c.epoch)
+
+    async def on_broker_startup(self, new_ids: Sequence[int]) -> None:
+        c = self.c
+        ctx = c.ctx
+        new_set = set(new_ids)
+        existing = ctx.live_or_shutting_down_broker_ids - new_set
+        # Existing brokers learn the new broker list; new brokers get every partition.
+        c.batch.add_update_metadata(existing)
+        c.flush()
+        c.batch.add_update_metadata(new_set, ctx.all_partitions())
+        c.flush()
+        replicas = ctx.replicas_on_brokers(new_set)
+        await move_replicas(c, replicas, ReplicaState.ONLINE)
+        await move_partitions(
+            c,
+            partitions_to_trigger_online(ctx),
+            PartitionState.ONLINE,
+            selector=LeaderSelector.OFFLINE,
+        )
+        c.flush()
+        await c.flows.reassignment.resume_where(
+            lambda a: any(r in new_set for r in a.target_replicas)
+        )
+        deleting = {r.topic for r in replicas if ctx.is_topic_queued_for_deletion(r.topic)}
+        if deleting:
+            await c.flows.deletion.resume_for(sorted(deleting))
+
+    async def on_broker_failure(self, dead_ids: Sequence[int]) -> None:
+        c = self.c
+        ctx = c.ctx
+        replicas = ctx.replicas_on_brokers(dead_ids)
+        for_deletion = [r for r in replicas if ctx.is_topic_queued_for_deletion(r.topic)]
+        others = [r for r in replicas if not ctx.is_topic_queued_for_deletion(r.topic)]
+        without_leader = [
+            tp
+            for tp in ctx.all_partitions()
+            if (lai := ctx.leader_and_isr(tp)) is not None
+            and not ctx.is_replica_online(lai.leader, tp)
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
+        await move_partitions(c, without_leader, PartitionState.OFFLINE)
+        await move_partitions(
+            c,
+            partitions_to_trigger_online(ctx),
+            PartitionState.ONLINE,
+            selector=LeaderSelector.OFFLINE,
+        )
+        # Dead replicas leave the ISR (the dead leader's partitions were re-elected above).
+        await move_replicas(c, others, ReplicaState.OFFLINE)
+        if for_deletion:
+            await c.flows.deletion.fail_replica_deletion(for_deletion)
+        if not without_leader:
+            c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)

@@ -1,0 +1,156 @@
+"""Helpers every flow uses: run a state-machine decision through the controller's pipeline,
+and finish an admin intent (result written and intent deleted in one fenced transaction)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from leasehold import telemetry
+from leasehold.common.v1 import common_pb2
+from leasehold.etcd.fenced import Write
+from leasehold.metadata.v1 import metadata_pb2
+from services.controller import codec
+from services.controller.core import (
+    ElectionError,
+    LeaderSelector,
+    PartitionReplica,
+    PartitionState,
+    ReplicaState,
+    StateChangePlan,
+    TopicPartition,
+    decide_partition_changes,
+    decide_replica_changes,
+)
+from services.controller.store import Updater
+
+if TYPE_CHECKING:
+    from services.controller.controller import Controller
+
+EMPTY = StateChangePlan(controller_epoch=0)
+
+# How a failed election is reported to an admin (KIP-460 error codes).
+_E = common_pb2
+ELECTION_ERROR_CODES = {
+    ElectionError.NO_REPLICAS_ASSIGNED: _E.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+    ElectionError.ELIGIBLE_LEADERS_NOT_AVAILABLE: _E.ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    ElectionError.PREFERRED_LEADER_NOT_AVAILABLE: _E.ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE,
+    ElectionError.ELECTION_NOT_NEEDED: _E.ERROR_CODE_ELECTION_NOT_NEEDED,
+}
+
+
+def intent_span(name: str, contexts: Iterable[metadata_pb2.TraceContext], **attrs: object):
+    """A span for carrying out admin intents, parented on the first intent's stored trace
+    context so the trace follows the admin call through etcd into the controller."""
+    parent = next(
+        (telemetry.extract(dict(tc.carrier)) for tc in contexts if tc is not None and tc.carrier),
+        None,
+    )
+    return telemetry.span(name, parent=parent, **attrs)
+
+
+async def move_partitions(
+    c: Controller,
+    partitions: Iterable[TopicPartition],
+    target: PartitionState,
+    *,
+    selector: LeaderSelector | None = None,
+    reason: str | None = None,
+) -> StateChangePlan:
+    """Partition state machine ``handleStateChanges``: decide, commit (with retry), apply."""
+    tps = tuple(partitions)
+    if not tps:
+        return EMPTY
+
+    def decide(subset: Sequence[TopicPartition]) -> StateChangePlan:
+        return decide_partition_changes(
+            c.ctx, subset, target, now_ms=c.now_ms(), selector=selector, reason=reason
+        )
+
+    return await c.execute(decide(tps), retry=decide)
+
+
+async def move_replicas(
+    c: Controller,
+    replicas: Iterable[PartitionReplica],
+    target: ReplicaState,
+    *,
+    reason: str | None = None,
+) -> StateChangePlan:
+    """Replica state machine ``handleStateChanges``: decide, commit (with retry), apply."""
+    chosen = tuple(replicas)
+    if not chosen:
+        return EMPTY
+
+    def decide(subset: Sequence[TopicPartition]) -> StateChangePlan:
+        keep = set(subset)
+        return decide_replica_changes(
+            c.ctx, [r for r in chosen if r.tp in keep], target, now_ms=c.now_ms(), reason=reason
+        )
+
+    return await c.execute(
+        decide_replica_changes(c.ctx, chosen, target, now_ms=c.now_ms(), reason=reason),
+        retry=decide,
+    )
+
+
+@dataclass(frozen=True)
+class IntentOutcome:
+    """An admin intent carried out: its key and revision, and the per-partition results."""
+
+    intent_key: bytes
+    intent_revision: int
+    request_id: str
+    operation: int
+    results: tuple[common_pb2.PartitionError, ...]
+
+
+def _merge_results(
+    request_id: str, operation: int, entries: list[common_pb2.PartitionError], c: Controller
+) -> Updater:
+    def update(old: bytes | None) -> bytes:
+        merged: dict[tuple[str, int], common_pb2.PartitionError] = {}
+        if old is not None:
+            for r in metadata_pb2.AdminResult.FromString(old).results:
+                merged[(r.topic, r.partition)] = r
+        for r in entries:
+            merged[(r.topic, r.partition)] = r
+        return codec.admin_result(
+            request_id,
+            operation,
+            [merged[k] for k in sorted(merged)],
+            now_ms=c.now_ms(),
+            controller_epoch=c.epoch,
+        )
+
+    return update
+
+
+async def finish_intents(c: Controller, outcomes: Iterable[IntentOutcome]) -> None:
+    """Write ``/admin/results/<request-id>`` and delete the intents in one fenced commit.
+
+    Several intents of one request (a deletion of many topics, a reassignment of many
+    partitions) finish at different times, so each result is merged into the request's result
+    key. An intent is deleted only if it still has the revision we acted on: a newer intent on
+    the same key (e.g. a reassignment cancellation) is a new request and stays.
+    """
+    ks = c.store.ks
+    by_request: dict[str, tuple[int, list[common_pb2.PartitionError]]] = {}
+    deletes: list[Write] = []
+    for o in outcomes:
+        if o.intent_revision <= 0:
+            continue  # no intent (a reassignment recovered from etcd state): nobody to answer
+        op, entries = by_request.setdefault(o.request_id, (o.operation, []))
+        entries.extend(o.results)
+        deletes.append(Write(o.intent_key, None, o.intent_revision))
+    if not by_request and not deletes:
+        return
+    updates = {
+        ks.result(rid): _merge_results(rid, op, entries, c)
+        for rid, (op, entries) in by_request.items()
+    }
+    written = await c.store.read_modify_write(updates, deletes)
+    for w in deletes:
+        if w.key in written:
+            c.view.forget_intent(ks, w.key, w.expected)

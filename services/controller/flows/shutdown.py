@@ -1,0 +1,104 @@
+"""Controlled shutdown (seed 000 §10): move leadership off a broker that is about to stop.
+
+The broker is marked shutting down (it may no longer lead or join an ISR, KIP-841). Partitions it
+leads (replicated, not being deleted) get a new leader from the controlled-shutdown selector;
+partitions it follows get StopReplica and lose it from their ISR (OfflineReplica). The answer
+lists the replicated partitions it still leads; an empty list means it may stop now. The broker
+retries until the list is empty or it gives up and stops anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from leasehold.common.v1 import common_pb2
+from leasehold.controller.v1 import controller_pb2
+from services.controller import statelog
+from services.controller.core import (
+    LeaderSelector,
+    PartitionReplica,
+    PartitionState,
+    ReplicaState,
+)
+from services.controller.events import ControlledShutdown
+from services.controller.flows.common import move_partitions, move_replicas
+
+if TYPE_CHECKING:
+    from services.controller.controller import Controller
+
+log = logging.getLogger(__name__)
+
+Response = controller_pb2.ControlledShutdownResponse
+
+
+def not_controller() -> controller_pb2.ControlledShutdownResponse:
+    return Response(
+        error_code=common_pb2.ERROR_CODE_NOT_CONTROLLER,
+        error_message="This controller is not the active controller.",
+    )
+
+
+class ControlledShutdownFlow:
+    def __init__(self, c: Controller) -> None:
+        self.c = c
+
+    async def handle(self, event: ControlledShutdown) -> None:
+        response = not_controller()
+        try:
+            if self.c.active:
+                response = await self._shutdown(event.request)
+        finally:  # a caller always gets an answer, even when we were deposed meanwhile
+            if not event.future.done():
+                event.future.set_result(response)
+
+    async def _shutdown(self, req: controller_pb2.ControlledShutdownRequest) -> Response:
+        c = self.c
+        ctx = c.ctx
+        broker_id = req.broker_id
+        if broker_id not in ctx.live_or_shutting_down_broker_ids:
+            return Response(
+                error_code=common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE,
+                error_message=f"Broker id {broker_id} does not exist.",
+            )
+        current_epoch = ctx.broker_epoch(broker_id)
+        if req.broker_epoch != -1 and req.broker_epoch < current_epoch:
+            return Response(
+                error_code=common_pb2.ERROR_CODE_STALE_BROKER_EPOCH,
+                error_message=f"Broker epoch {req.broker_epoch} is older than {current_epoch}.",
+            )
+        log.info("controlled shutdown of broker %d", broker_id)
+        if broker_id not in ctx.shutting_down_broker_ids:
+            ctx.apply_broker_shutting_down(broker_id)
+            c.statelog.broker(statelog.BROKER_SHUTDOWN, broker_id, c.epoch)
+        acted_on = [
+            tp
+            for tp in ctx.partitions_on_broker(broker_id)
+            if ctx.leader_and_isr(tp) is not None
+            and len(ctx.replicas(tp)) > 1
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
+        led = [tp for tp in acted_on if ctx.leader_and_isr(tp).leader == broker_id]
+        followed = [tp for tp in acted_on if tp not in led]
+        await move_partitions(
+            c, led, PartitionState.ONLINE, selector=LeaderSelector.CONTROLLED_SHUTDOWN
+        )
+        await move_replicas(
+            c,
+            [PartitionReplica(tp, broker_id) for tp in followed],
+            ReplicaState.OFFLINE,
+            reason="controlled_shutdown",
+        )
+        remaining = [
+            tp
+            for tp in ctx.partitions_led_by(broker_id)
+            if len(ctx.replicas(tp)) > 1 and not ctx.is_topic_queued_for_deletion(tp.topic)
+        ]
+        if remaining:
+            log.info("broker %d still leads %d partitions", broker_id, len(remaining))
+        return Response(
+            remaining_partitions=[
+                common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)
+                for tp in remaining
+            ]
+        )
