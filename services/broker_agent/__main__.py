@@ -1,0 +1,56 @@
+"""Entry point: ``python -m services.broker_agent`` / ``leasehold-broker-agent``.
+
+Parses flags and environment into a BrokerConfig, serves BrokerService and BrokerControlService
+until SIGTERM, then shuts down in a controlled way (see ``app``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from leasehold.logs import configure
+from leasehold.server import Service, ServiceRunner, run_until_signalled
+from services.broker_agent.app import SERVICE_NAMES, BrokerAgent
+from services.broker_agent.config import BrokerConfig, config_from_args
+from services.broker_agent.registration import BrokerIdInUseError
+
+log = logging.getLogger("services.broker_agent")
+
+
+async def serve(config: BrokerConfig) -> None:
+    agent = BrokerAgent(config)
+    runner: ServiceRunner
+
+    async def on_start() -> None:
+        await agent.start(runner.port)
+
+    runner = ServiceRunner(
+        config.common,
+        Service(
+            names=SERVICE_NAMES, register=agent.register, on_start=on_start, on_stop=agent.stop
+        ),
+    )
+    try:
+        await run_until_signalled(runner)
+    finally:
+        if runner.server is not None:  # start failed before serving: release the port
+            await runner.server.stop(0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = config_from_args(argv)
+    configure("broker-agent", config.common.log_level)
+    try:
+        asyncio.run(serve(config))
+    except BrokerIdInUseError as exc:
+        log.error(str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""Wiring of the broker agent: logs, replica manager, fetchers, servicers, registration, tasks.
+
+Start order: open (and recover) the logs, serve gRPC, load topic configs, then register in etcd
+— only a registered broker receives controller requests, and its broker epoch is known before
+the first one can arrive. Stop order on SIGTERM (the server's ``on_stop``, while gRPC still
+serves, so the controller's LeaderAndIsr requests can reach us): controlled shutdown through the
+controller, stop fetchers, checkpoint and close the logs, and only then revoke the session so the
+controller sees the broker leave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
+from leasehold.etcd import EtcdClient, Keyspace
+from services.broker_agent.config import BrokerConfig
+from services.broker_agent.controller_client import ControllerClient
+from services.broker_agent.fetch import FetchHandler
+from services.broker_agent.fetch_state import FetcherSettings
+from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.fetcher_manager import FetcherManager
+from services.broker_agent.isr_manager import AlterPartitionManager
+from services.broker_agent.leader_endpoint import LeaderEndpoint
+from services.broker_agent.log import LogConfig, LogManager
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.model import Endpoint, TopicPartition
+from services.broker_agent.produce import ProduceHandler
+from services.broker_agent.registration import Registration
+from services.broker_agent.replica_manager import ReplicaManager
+from services.broker_agent.servicer import BrokerControlServicer, BrokerServicer
+from services.broker_agent.shutdown import controlled_shutdown
+from services.broker_agent.topic_configs import ConfigStore
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAMES = (
+    broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
+    control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name,
+)
+CONFIG_LOAD_TIMEOUT_S = 10.0
+
+
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class BrokerAgent:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.keyspace = Keyspace(config.common.cluster_id)
+        self.etcd = EtcdClient(list(config.common.etcd_endpoints), tls=config.common.etcd_tls)
+        self.metadata = MetadataCache()
+        self.configs = ConfigStore(
+            self.keyspace, config.broker_id, config.min_insync_replicas, config.message_max_bytes
+        )
+        self.log_manager = LogManager(
+            config.data_dir, default_config=LogConfig(max_message_bytes=config.message_max_bytes)
+        )
+        self.replicas = ReplicaManager(
+            config.broker_id,
+            self.log_manager,
+            self.metadata,
+            self.configs,
+            monotonic_ms,
+            config.replica_lag_time_max_ms,
+        )
+        self.controller = ControllerClient(
+            self.etcd,
+            self.keyspace,
+            lambda: self.metadata.controller_endpoint,
+            config.common.tls if config.common.tls.ca else None,
+            config.controller_retry_backoff_ms,
+        )
+        self.isr = AlterPartitionManager(
+            self.controller,
+            config.broker_id,
+            lambda: self.replicas.broker_epoch,
+            self.replicas.partition,
+            config.controller_retry_backoff_ms,
+        )
+        self.replicas.fetchers = FetcherManager(config.num_replica_fetchers, self._new_fetcher)
+        self.replicas.submit_isr_change = self.isr.submit
+        self.produce = ProduceHandler(self.replicas)
+        self.fetch = FetchHandler(self.replicas, self.isr)
+        self.registration: Registration | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.configs.listeners.append(self._on_configs)
+        self._configs_loaded = asyncio.Event()
+
+    # ------------------------------------------------------------------ wiring
+
+    def _new_fetcher(self, leader: Endpoint, fetcher_id: int) -> ReplicaFetcher:
+        c = self.config
+        endpoint = LeaderEndpoint(
+            leader,
+            c.broker_id,
+            lambda: self.replicas.broker_epoch,
+            c.common.tls if c.common.tls.ca else None,
+            c.replica_socket_timeout_ms / 1000.0,
+        )
+        settings = FetcherSettings(
+            max_wait_ms=c.replica_fetch_wait_max_ms,
+            min_bytes=c.replica_fetch_min_bytes,
+            max_bytes=c.replica_fetch_response_max_bytes,
+            partition_max_bytes=c.replica_fetch_max_bytes,
+            backoff_ms=c.replica_fetch_backoff_ms,
+            flush=c.flush_on_replicate,
+        )
+
+        def throttled(tp: TopicPartition) -> bool:
+            return tp.partition in self.replicas.settings(tp.topic).follower_throttled
+
+        return ReplicaFetcher(
+            fetcher_id,
+            endpoint,
+            self.replicas,
+            settings,
+            monotonic_ms,
+            self.replicas.follower_quota,
+            throttled,
+        )
+
+    def _on_configs(self, topics: set[str] | None) -> None:
+        self._configs_loaded.set()
+        self.replicas.apply_configs(topics)
+
+    def register(self, server: grpc.aio.Server) -> None:
+        broker_pb2_grpc.add_BrokerServiceServicer_to_server(
+            BrokerServicer(
+                self.replicas,
+                self.produce,
+                self.fetch,
+                self.metadata,
+                self.config.common.cluster_id,
+            ),
+            server,
+        )
+        control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
+            BrokerControlServicer(self.replicas), server
+        )
+
+    # --------------------------------------------------------------- lifecycle
+
+    async def start(self, port: int) -> None:
+        """Connect, load configs, register; on failure everything started is undone."""
+        try:
+            await self._start(port)
+        except BaseException:
+            await self._release()
+            raise
+
+    async def _start(self, port: int) -> None:
+        c = self.config
+        await self.etcd.connect()
+        self._spawn(self.configs.run(self.etcd), "topic-configs")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._configs_loaded.wait(), CONFIG_LOAD_TIMEOUT_S)
+        self.isr.start()
+        endpoint = Endpoint(c.broker_id, c.common.advertised, port, c.rack)
+        self.registration = Registration(
+            self.etcd, self.keyspace, endpoint, c.session_ttl, self._on_epoch
+        )
+        await self.registration.register()
+        self._every(c.high_watermark_checkpoint_interval_ms, self._checkpoint, "hw-checkpoint")
+        self._every(c.log_retention_check_interval_ms, self._retention, "retention")
+        self._every(max(c.replica_lag_time_max_ms // 2, 100), self._isr_check, "isr-shrink")
+
+    def _on_epoch(self, epoch: int) -> None:
+        self.replicas.broker_epoch = epoch
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))  # type: ignore[arg-type]
+
+    def _every(self, interval_ms: int, action: Callable[[], Awaitable[None]], name: str) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000.0)
+                try:
+                    await action()
+                except Exception:  # a periodic task must survive one bad round
+                    log.exception("periodic task %s failed", name)
+
+        self._spawn(loop(), name)
+
+    async def _checkpoint(self) -> None:
+        await asyncio.to_thread(self.replicas.checkpoint)
+
+    async def _retention(self) -> None:
+        deleted = await asyncio.to_thread(self.log_manager.run_retention)
+        if deleted:
+            log.info("retention deleted %d segment(s)", deleted)
+
+    async def _isr_check(self) -> None:
+        leaders = self.replicas.leader_partitions()
+        self.isr.check_shrinks(leaders)
+        for partition in leaders:
+            # Time alone can let the watermark move (a lagging non-member stops holding it).
+            if partition.maybe_increment_high_watermark():
+                partition.signal.notify()
+
+    async def stop(self) -> None:
+        c = self.config
+        self.replicas.shutting_down = True
+        if c.controlled_shutdown_enable and self.registration is not None:
+            await controlled_shutdown(
+                self.controller,
+                c.broker_id,
+                lambda: self.replicas.broker_epoch,
+                timeout_s=c.controlled_shutdown_timeout_ms / 1000.0,
+                backoff_s=c.controlled_shutdown_retry_backoff_ms / 1000.0,
+            )
+        await self._release()
+        log.info("broker agent stopped")
+
+    async def _release(self) -> None:
+        """Stop tasks and fetchers, close the logs, then revoke the session and disconnect."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.isr.close()
+        await self.replicas.close()
+        if self.registration is not None:
+            await self.registration.close()
+            self.registration = None
+        await self.controller.close()
+        await self.etcd.close()

@@ -1,0 +1,118 @@
+"""Calls from the broker to the active controller (AlterPartition, ControlledShutdown).
+
+The controller's endpoint is known two ways (contract 8): the last UpdateMetadata named it, and
+etcd's election prefix names the current winner. The cached one is tried first (it costs no etcd
+read); when it answers NOT_CONTROLLER or cannot be reached, the election is consulted and the
+call retried with backoff until the caller's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from leasehold.channels import channel
+from leasehold.config import TlsConfig
+from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
+from leasehold.etcd import EtcdClient, EtcdError, Keyspace
+from leasehold.etcd.election import leader_of
+from leasehold.metadata.v1 import metadata_pb2
+from services.broker_agent.model import Code
+
+log = logging.getLogger(__name__)
+
+
+class ControllerUnavailableError(Exception):
+    """No controller answered before the deadline."""
+
+
+class ControllerClient:
+    def __init__(
+        self,
+        etcd: EtcdClient,
+        keyspace: Keyspace,
+        cached_endpoint: Callable[[], tuple[str, int] | None],
+        tls: TlsConfig | None = None,
+        backoff_ms: int = 500,
+    ) -> None:
+        self._etcd = etcd
+        self._keyspace = keyspace
+        self._cached_endpoint = cached_endpoint
+        self._tls = tls
+        self._backoff = backoff_ms / 1000.0
+        # One channel per controller endpoint seen; there are only ever a handful.
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._discovered: str | None = None
+
+    async def _election_endpoint(self) -> str | None:
+        try:
+            kv = await leader_of(self._etcd, self._keyspace.controller_election_prefix)
+        except EtcdError as exc:
+            log.info("cannot read the controller election: %s", exc)
+            return None
+        if kv is None:
+            return None
+        reg = metadata_pb2.ControllerRegistration()
+        reg.ParseFromString(kv.value)
+        return f"{reg.host}:{reg.port}"
+
+    async def _candidates(self, rediscover: bool) -> list[str]:
+        targets: list[str] = []
+        cached = self._cached_endpoint()
+        if rediscover or self._discovered is None:
+            self._discovered = await self._election_endpoint()
+        if cached is not None and not rediscover:
+            targets.append(f"{cached[0]}:{cached[1]}")
+        if self._discovered is not None:
+            targets.append(self._discovered)
+        if cached is not None and rediscover:
+            targets.append(f"{cached[0]}:{cached[1]}")
+        return list(dict.fromkeys(targets))
+
+    def _stub_for(self, target: str) -> controller_pb2_grpc.ControllerServiceStub:
+        ch = self._channels.get(target)
+        if ch is None:
+            ch = self._channels[target] = channel(target, self._tls)
+        return controller_pb2_grpc.ControllerServiceStub(ch)
+
+    async def call(self, method: str, request: Any, deadline: float) -> Any:
+        """Call ``method`` on the active controller, retrying until ``deadline`` (monotonic)."""
+        rediscover = False
+        while True:
+            for target in await self._candidates(rediscover):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                stub = self._stub_for(target)
+                try:
+                    response = await getattr(stub, method)(request, timeout=min(remaining, 10.0))
+                except grpc.aio.AioRpcError as exc:
+                    log.info("controller %s failed %s: %s", target, method, exc.code().name)
+                    continue
+                if response.error_code == Code.NOT_CONTROLLER:
+                    continue
+                return response
+            if time.monotonic() + self._backoff >= deadline:
+                raise ControllerUnavailableError(f"no controller answered {method}")
+            await asyncio.sleep(self._backoff)
+            rediscover = True
+
+    async def alter_partition(
+        self, request: controller_pb2.AlterPartitionRequest, timeout: float
+    ) -> controller_pb2.AlterPartitionResponse:
+        return await self.call("AlterPartition", request, time.monotonic() + timeout)
+
+    async def controlled_shutdown(
+        self, request: controller_pb2.ControlledShutdownRequest, timeout: float
+    ) -> controller_pb2.ControlledShutdownResponse:
+        return await self.call("ControlledShutdown", request, time.monotonic() + timeout)
+
+    async def close(self) -> None:
+        channels, self._channels = list(self._channels.values()), {}
+        for ch in channels:
+            await ch.close()

@@ -1,0 +1,197 @@
+"""Protobuf <-> domain conversions for the broker agent's two services.
+
+Kept apart from the servicers so each mapping is one small function that tests can call, and
+so the domain layers never see a protobuf message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leasehold.broker.v1 import broker_pb2, control_pb2
+from leasehold.common.v1 import common_pb2
+from services.broker_agent.fetch import FetchResult
+from services.broker_agent.log import DecodedRecord, Record
+from services.broker_agent.metadata_cache import MetadataView
+from services.broker_agent.model import (
+    ControlResult,
+    Endpoint,
+    LeaderAndIsr,
+    LeaderAndIsrPartition,
+    MetadataPartition,
+    StopReplica,
+    StopReplicaPartition,
+    UpdateMetadata,
+)
+
+# --------------------------------------------------------------------------- records
+
+
+def record_from_pb(record: broker_pb2.Record) -> Record:
+    return Record(
+        value=record.value if record.HasField("value") else None,
+        key=record.key if record.HasField("key") else None,
+        headers=tuple((h.key, h.value) for h in record.headers),
+        timestamp_ms=record.timestamp_ms,
+    )
+
+
+def record_pb(record: DecodedRecord) -> broker_pb2.Record:
+    out = broker_pb2.Record(offset=record.offset, timestamp_ms=record.timestamp_ms)
+    if record.key is not None:
+        out.key = record.key
+    if record.value is not None:
+        out.value = record.value
+    out.headers.extend(broker_pb2.RecordHeader(key=k, value=v) for k, v in record.headers)
+    return out
+
+
+# ------------------------------------------------------------------------- endpoints
+
+
+def endpoint_from_pb(endpoint: common_pb2.BrokerEndpoint) -> Endpoint:
+    return Endpoint(endpoint.broker_id, endpoint.host, endpoint.port, endpoint.rack)
+
+
+def endpoint_pb(endpoint: Endpoint) -> common_pb2.BrokerEndpoint:
+    return common_pb2.BrokerEndpoint(
+        broker_id=endpoint.broker_id, host=endpoint.host, port=endpoint.port, rack=endpoint.rack
+    )
+
+
+def leader_pb(leader: tuple[int, int]) -> common_pb2.LeaderIdAndEpoch:
+    return common_pb2.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+
+
+# -------------------------------------------------------------------- control plane
+
+
+def leader_and_isr_from_pb(request: control_pb2.LeaderAndIsrRequest) -> LeaderAndIsr:
+    return LeaderAndIsr(
+        controller_id=request.controller_id,
+        controller_epoch=request.controller_epoch,
+        broker_epoch=request.broker_epoch,
+        partitions=tuple(
+            LeaderAndIsrPartition(
+                topic=s.topic,
+                partition=s.partition,
+                leader=s.leader,
+                leader_epoch=s.leader_epoch,
+                isr=tuple(s.isr),
+                replicas=tuple(s.replicas),
+                partition_epoch=s.partition_epoch,
+                controller_epoch=s.controller_epoch,
+                topic_id=s.topic_id,
+                adding_replicas=tuple(s.adding_replicas),
+                removing_replicas=tuple(s.removing_replicas),
+                is_new=s.is_new,
+                leader_recovery_state=s.leader_recovery_state,
+            )
+            for s in request.partition_states
+        ),
+        live_leaders=tuple(endpoint_from_pb(e) for e in request.live_leaders),
+        replication_throttle_bytes_per_sec=request.replication_throttle_bytes_per_sec,
+    )
+
+
+def stop_replica_from_pb(request: control_pb2.StopReplicaRequest) -> StopReplica:
+    return StopReplica(
+        controller_id=request.controller_id,
+        controller_epoch=request.controller_epoch,
+        broker_epoch=request.broker_epoch,
+        partitions=tuple(
+            StopReplicaPartition(s.topic, s.partition, s.leader_epoch, s.delete_partition)
+            for s in request.partition_states
+        ),
+    )
+
+
+def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> UpdateMetadata:
+    return UpdateMetadata(
+        controller_id=request.controller_id,
+        controller_epoch=request.controller_epoch,
+        broker_epoch=request.broker_epoch,
+        partitions=tuple(
+            MetadataPartition(
+                topic=s.topic,
+                partition=s.partition,
+                leader=s.leader,
+                leader_epoch=s.leader_epoch,
+                isr=tuple(s.isr),
+                replicas=tuple(s.replicas),
+                partition_epoch=s.partition_epoch,
+                controller_epoch=s.controller_epoch,
+                topic_id=s.topic_id,
+                offline_replicas=tuple(s.offline_replicas),
+            )
+            for s in request.partition_states
+        ),
+        live_brokers=tuple(endpoint_from_pb(e) for e in request.live_brokers),
+        deleted_topics=tuple(request.deleted_topics),
+        controller_host=request.controller_host,
+        controller_port=request.controller_port,
+    )
+
+
+def control_result_fields(result: ControlResult) -> dict[str, Any]:
+    """Fields shared by the LeaderAndIsr and StopReplica responses."""
+    return {
+        "error_code": int(result.error),
+        "error_message": result.message,
+        "partition_errors": [
+            common_pb2.PartitionError(topic=tp.topic, partition=tp.partition, error_code=int(code))
+            for tp, code in sorted(result.partition_errors)
+        ],
+    }
+
+
+# ------------------------------------------------------------------------ data plane
+
+
+def fetch_partition_pb(result: FetchResult) -> broker_pb2.FetchPartitionResponse:
+    out = broker_pb2.FetchPartitionResponse(
+        partition=result.tp.partition,
+        error_code=int(result.error),
+        high_watermark=result.high_watermark,
+        log_start_offset=result.log_start_offset,
+        log_end_offset=result.log_end_offset,
+        error_message=result.message,
+    )
+    if result.diverging_epoch is not None:
+        out.diverging_epoch.CopyFrom(
+            broker_pb2.EpochEndOffset(
+                epoch=result.diverging_epoch.epoch, end_offset=result.diverging_epoch.end_offset
+            )
+        )
+    if result.current_leader is not None:
+        out.current_leader.CopyFrom(leader_pb(result.current_leader))
+    return out
+
+
+def metadata_pb(view: MetadataView, cluster_id: str) -> broker_pb2.MetadataResponse:
+    return broker_pb2.MetadataResponse(
+        brokers=[endpoint_pb(b) for b in view.brokers],
+        cluster_id=cluster_id,
+        controller_id=view.controller_id,
+        controller_epoch=view.controller_epoch,
+        topics=[
+            broker_pb2.MetadataTopic(
+                error_code=int(t.error),
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[
+                    broker_pb2.MetadataPartition(
+                        error_code=int(p.error),
+                        partition=p.partition,
+                        leader=p.leader,
+                        leader_epoch=p.leader_epoch,
+                        replicas=list(p.replicas),
+                        isr=list(p.isr),
+                        offline_replicas=list(p.offline_replicas),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in view.topics
+        ],
+    )

@@ -1,0 +1,400 @@
+"""A replica fetcher task: one per (leader broker, fetcher id) (Kafka's AbstractFetcherThread).
+
+Its loop is Kafka's ``doWork``: first truncate every partition in the Truncating phase (by leader
+epoch through OffsetsForLeaderEpoch, or to the high watermark where the log knows no epoch), then
+send one Fetch for every partition ready to fetch and append what comes back. Errors are handled
+per partition, as in ``processFetchRequest``: out-of-range offsets are reset from the leader's
+log start / end (``fetchOffsetAndTruncate``), a fenced epoch parks the partition until the next
+LeaderAndIsr, everything else backs off for ``replica.fetch.backoff.ms``.
+
+State checks and log changes between two awaits are atomic on the event loop, so partitions
+may be added or removed at any time; an answer for one that moved on meanwhile is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Protocol
+
+from services.broker_agent.fetch_state import (
+    EpochEndOffset,
+    ErrorAction,
+    FetcherSettings,
+    PartitionFetchState,
+    Phase,
+    action_for_error,
+    after_append,
+    known_end,
+    resolve_out_of_range,
+    truncation_for,
+)
+from services.broker_agent.leader_endpoint import (
+    FetchedPartition,
+    FetchSpec,
+    LeaderEndpoint,
+    LeaderUnreachableError,
+)
+from services.broker_agent.log import CorruptRecordError, KafkaStorageError, Log, LogError
+from services.broker_agent.model import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    UNDEFINED_EPOCH,
+    Code,
+    Endpoint,
+    TopicPartition,
+)
+from services.broker_agent.partition import Partition, PartitionError
+from services.broker_agent.throttle import ReplicationQuota
+
+log = logging.getLogger(__name__)
+
+
+class PartitionSource(Protocol):
+    def partition(self, tp: TopicPartition) -> Partition | None: ...
+
+
+class ReplicaFetcher:
+    def __init__(
+        self,
+        fetcher_id: int,
+        endpoint: LeaderEndpoint,
+        partitions: PartitionSource,
+        settings: FetcherSettings,
+        clock: Callable[[], int],
+        quota: ReplicationQuota | None = None,
+        is_throttled: Callable[[TopicPartition], bool] = lambda _tp: False,
+    ) -> None:
+        self.fetcher_id = fetcher_id
+        self.endpoint = endpoint
+        self._partitions = partitions
+        self._settings = settings
+        self._clock = clock
+        self._quota = quota
+        self._is_throttled = is_throttled
+        self.states: dict[TopicPartition, PartitionFetchState] = {}
+        self.failed: set[TopicPartition] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    @property
+    def leader(self) -> Endpoint:
+        return self.endpoint.leader
+
+    def add_partitions(self, initial: dict[TopicPartition, PartitionFetchState]) -> None:
+        """Install the given states; they go to the end of the fetch order."""
+        for tp, state in initial.items():
+            self.failed.discard(tp)
+            self.states.pop(tp, None)
+            self.states[tp] = state
+        self._wake.set()
+
+    def remove_partitions(
+        self, tps: set[TopicPartition]
+    ) -> dict[TopicPartition, PartitionFetchState]:
+        removed = {tp: self.states.pop(tp) for tp in list(self.states) if tp in tps}
+        self.failed -= tps
+        return removed
+
+    def _mark_failed(self, tp: TopicPartition, why: str) -> None:
+        log.info("%s: stopped fetching from broker %d: %s", tp, self.leader.broker_id, why)
+        self.states.pop(tp, None)
+        self.failed.add(tp)
+
+    def _delay(self, tp: TopicPartition) -> None:
+        state = self.states.get(tp)
+        if state is not None:
+            self.states[tp] = state.delayed(self._clock(), self._settings.backoff_ms)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        name = f"fetcher-{self.leader.broker_id}-{self.fetcher_id}"
+        self._task = asyncio.create_task(self._run(), name=name)
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.endpoint.close()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.do_work()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug must not silently stop replication of every partition
+                log.exception("fetcher from broker %d failed; retrying", self.leader.broker_id)
+                await asyncio.sleep(self._settings.backoff_ms / 1000.0)
+
+    async def do_work(self) -> None:
+        await self.maybe_truncate()
+        await self.maybe_fetch()
+
+    def _follower_log(self, tp: TopicPartition, epoch: int) -> Log | None:
+        """The log to change, or None (and the partition parked) if it no longer follows."""
+        try:
+            partition = self._partitions.partition(tp)
+            if partition is None:
+                raise PartitionError(Code.UNKNOWN_TOPIC_OR_PARTITION, "no longer hosted")
+            return partition.follower_log(epoch)
+        except PartitionError as exc:
+            self._mark_failed(tp, str(exc))
+            return None
+
+    # ----------------------------------------------------------------- truncation
+
+    async def maybe_truncate(self) -> None:
+        now = self._clock()
+        with_epochs: dict[TopicPartition, tuple[int, int]] = {}
+        resets: list[TopicPartition] = []
+        for tp, state in list(self.states.items()):
+            if not state.is_truncating(now):
+                continue
+            log_ = self._follower_log(tp, state.current_leader_epoch)
+            if log_ is None:
+                continue
+            latest = log_.latest_epoch
+            if state.fetch_offset < 0:
+                resets.append(tp)
+            elif latest is None:
+                self._truncate(tp, state, log_, state.fetch_offset, completed=True)
+            else:
+                with_epochs[tp] = (state.current_leader_epoch, latest)
+        for tp in resets:  # each await may change the states: take each one afresh
+            state = self.states.get(tp)
+            if state is not None and state.fetch_offset < 0 and state.is_truncating(now):
+                await self._reset_offset(tp, state)
+        if with_epochs:
+            await self._truncate_to_epoch_end_offsets(with_epochs)
+
+    async def _truncate_to_epoch_end_offsets(
+        self, requests: dict[TopicPartition, tuple[int, int]]
+    ) -> None:
+        try:
+            answers = await self.endpoint.offsets_for_leader_epoch(requests)
+        except LeaderUnreachableError as exc:
+            log.info("OffsetsForLeaderEpoch failed: %s", exc)
+            for tp in requests:
+                self._delay(tp)
+            return
+        for tp, (current_epoch, _epoch) in requests.items():
+            state = self.states.get(tp)
+            # Leadership or epoch changed while we were asking: this answer is stale.
+            if state is None or state.current_leader_epoch != current_epoch:
+                continue
+            answer = answers.get(tp)
+            if answer is None:
+                self._delay(tp)
+                continue
+            if answer.error != Code.NONE:
+                self._handle_error(tp, answer.error, current_epoch)
+                continue
+            log_ = self._follower_log(tp, current_epoch)
+            if log_ is None:
+                continue
+            self._truncate_by_epoch(tp, state, log_, answer.epoch_end)
+
+    def _truncate_by_epoch(
+        self, tp: TopicPartition, state: PartitionFetchState, log_: Log, leader: EpochEndOffset
+    ) -> None:
+        decision = truncation_for(
+            leader,
+            fetch_offset=state.fetch_offset,
+            replica_leo=log_.log_end_offset,
+            follower_end_offset_for=lambda epoch: known_end(log_.end_offset_for_epoch(epoch)),
+        )
+        self._truncate(tp, state, log_, decision.offset, completed=decision.completed)
+
+    def _truncate(
+        self,
+        tp: TopicPartition,
+        state: PartitionFetchState,
+        log_: Log,
+        offset: int,
+        completed: bool,
+    ) -> None:
+        try:
+            log_.truncate_to(offset)
+        except KafkaStorageError as exc:
+            self._mark_failed(tp, f"storage error while truncating: {exc}")
+            return
+        if log_.log_end_offset < offset:
+            offset = log_.log_end_offset  # nothing to cut, fetch from where the log ends
+        log.info("%s: truncated to %d (%s)", tp, offset, "done" if completed else "continuing")
+        phase = Phase.FETCHING if completed else Phase.TRUNCATING
+        self.states[tp] = replace(state, fetch_offset=offset, phase=phase, delayed_until_ms=0)
+
+    async def _reset_offset(self, tp: TopicPartition, state: PartitionFetchState) -> None:
+        """OFFSET_OUT_OF_RANGE: realign with the leader's log end / log start offsets."""
+        epoch, leader_start = state.current_leader_epoch, 0
+        try:
+            code, leader_leo = await self.endpoint.list_offset(tp, epoch, LATEST_TIMESTAMP)
+            if code == Code.NONE:
+                code, leader_start = await self.endpoint.list_offset(tp, epoch, EARLIEST_TIMESTAMP)
+        except LeaderUnreachableError as exc:
+            log.info("%s: cannot read the leader's offsets: %s", tp, exc)
+            self._delay(tp)
+            return
+        current = self.states.get(tp)
+        if current is None or current.current_leader_epoch != epoch:
+            return
+        if code != Code.NONE:
+            self._handle_error(tp, code, epoch)
+            return
+        log_ = self._follower_log(tp, epoch)
+        if log_ is None:
+            return
+        decision = resolve_out_of_range(
+            replica_leo=log_.log_end_offset, leader_leo=leader_leo, leader_log_start=leader_start
+        )
+        try:
+            if decision.truncate_to is not None:
+                log_.truncate_to(decision.truncate_to)
+            if decision.truncate_fully_at is not None:
+                log_.truncate_fully_and_start_at(decision.truncate_fully_at)
+        except KafkaStorageError as exc:
+            self._mark_failed(tp, f"storage error while resetting: {exc}")
+            return
+        # Truncation removes whole batches, so the log may now end a little earlier.
+        fetch_offset = min(decision.fetch_offset, log_.log_end_offset)
+        log.warning("%s: reset fetch offset to %d", tp, fetch_offset)
+        self.states[tp] = PartitionFetchState(
+            fetch_offset, epoch, Phase.FETCHING, lag=max(0, leader_leo - fetch_offset)
+        )
+
+    def _handle_error(self, tp: TopicPartition, code: Code, request_epoch: int) -> None:
+        state = self.states.get(tp)
+        if state is None:
+            return
+        action = action_for_error(
+            code, request_epoch=request_epoch, state_epoch=state.current_leader_epoch
+        )
+        if action is ErrorAction.FENCED:
+            self._mark_failed(tp, "our leader epoch is stale; awaiting LeaderAndIsr")
+        elif action is ErrorAction.FAIL:
+            self._mark_failed(tp, code.name)
+        elif action is ErrorAction.RESET_OFFSET:
+            # Re-enter the truncation phase with an unknown offset: the next round asks the
+            # leader for its log start and end (fetchOffsetAndTruncate).
+            self.states[tp] = replace(state, fetch_offset=-1, phase=Phase.TRUNCATING)
+        else:
+            self._delay(tp)
+
+    # ---------------------------------------------------------------------- fetch
+
+    def _build_fetch(self, now: int) -> list[FetchSpec]:
+        specs: list[FetchSpec] = []
+        quota_exceeded = self._quota is not None and self._quota.is_exceeded()
+        for tp, state in list(self.states.items()):
+            if not state.is_ready_for_fetch(now):
+                continue
+            if quota_exceeded and not state.is_replica_in_sync and self._is_throttled(tp):
+                continue
+            log_ = self._follower_log(tp, state.current_leader_epoch)
+            if log_ is None:
+                continue
+            latest = log_.latest_epoch
+            specs.append(
+                FetchSpec(
+                    tp=tp,
+                    fetch_offset=state.fetch_offset,
+                    current_leader_epoch=state.current_leader_epoch,
+                    last_fetched_epoch=UNDEFINED_EPOCH if latest is None else latest,
+                    log_start_offset=log_.log_start_offset,
+                    max_bytes=self._settings.partition_max_bytes,
+                )
+            )
+        return specs
+
+    async def maybe_fetch(self) -> None:
+        specs = self._build_fetch(self._clock())
+        if not specs:
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._settings.backoff_ms / 1000.0)
+            return
+        try:
+            responses = await self.endpoint.fetch(
+                specs,
+                max_wait_ms=self._settings.max_wait_ms,
+                min_bytes=self._settings.min_bytes,
+                max_bytes=self._settings.max_bytes,
+            )
+        except LeaderUnreachableError as exc:
+            log.info("fetch failed: %s", exc)
+            for spec in specs:
+                self._delay(spec.tp)
+            await asyncio.sleep(min(self._settings.backoff_ms, 200) / 1000.0)
+            return
+        appended: list[Log] = []
+        for spec in specs:
+            data = responses.get(spec.tp)
+            state = self.states.get(spec.tp)
+            if data is None or state is None:
+                continue
+            # Removed, re-added or moved on while the request was in flight: drop the answer.
+            if (
+                state.fetch_offset != spec.fetch_offset
+                or state.current_leader_epoch != spec.current_leader_epoch
+                or state.phase is not Phase.FETCHING
+            ):
+                continue
+            log_ = self._process(spec, state, data)
+            if log_ is not None:
+                appended.append(log_)
+        # Make the appended data durable before the next fetch reports it to the leader:
+        # the leader counts it towards acks=all as soon as it sees our new fetch offset.
+        if self._settings.flush:
+            for log_ in appended:
+                try:
+                    await asyncio.to_thread(log_.flush)
+                except KafkaStorageError as exc:
+                    log.error("flush failed: %s", exc)
+
+    def _process(
+        self, spec: FetchSpec, state: PartitionFetchState, data: FetchedPartition
+    ) -> Log | None:
+        """Handle one partition's answer; returns the log if something was appended."""
+        tp = spec.tp
+        if data.error != Code.NONE:
+            self._handle_error(tp, data.error, spec.current_leader_epoch)
+            return None
+        log_ = self._follower_log(tp, state.current_leader_epoch)
+        if log_ is None:
+            return None
+        if data.diverging_epoch is not None:
+            self._truncate_by_epoch(tp, state, log_, data.diverging_epoch)
+            return None
+        partition = self._partitions.partition(tp)
+        assert partition is not None  # _follower_log checked it
+        try:
+            info = partition.append_fetched(
+                state.current_leader_epoch,
+                spec.fetch_offset,
+                data.records,
+                data.high_watermark,
+                data.log_start_offset,
+            )
+        except KafkaStorageError as exc:
+            self._mark_failed(tp, f"storage error: {exc}")
+            return None
+        except (CorruptRecordError, PartitionError, LogError) as exc:
+            # Corrupt or out-of-order batches may be a transient state of the leader's log
+            # (Kafka's reasoning too): keep the partition, retry after the backoff.
+            log.warning("%s: cannot append at %d: %s", tp, spec.fetch_offset, exc)
+            self._delay(tp)
+            return None
+        next_offset = info.last_offset + 1 if info.valid_bytes else spec.fetch_offset
+        self.states[tp] = after_append(
+            state, next_offset=next_offset, leader_hw=data.high_watermark
+        )
+        if info.valid_bytes and self._quota is not None and self._is_throttled(tp):
+            self._quota.record(info.valid_bytes)
+        return log_ if info.valid_bytes else None

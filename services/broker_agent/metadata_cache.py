@@ -1,0 +1,144 @@
+"""The broker's metadata cache: what the controller last told it through UpdateMetadata.
+
+Clients' Metadata calls are answered from here (topics, partitions, leaders, ISRs, live broker
+endpoints, the active controller), and the replica manager uses it to find a new leader's
+endpoint and to tell "topic unknown" from "not a replica here". Updates are incremental per
+partition, as in Kafka's ZkMetadataCache: a request lists the partitions that changed, the full
+set of live brokers, and topics that are gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.broker_agent.model import (
+    LEADER_DURING_DELETE,
+    NO_LEADER,
+    Code,
+    Endpoint,
+    MetadataPartition,
+    TopicPartition,
+    UpdateMetadata,
+)
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    partition: int
+    error: Code
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicView:
+    name: str
+    error: Code
+    topic_id: str
+    partitions: tuple[PartitionView, ...]
+
+
+@dataclass(frozen=True)
+class MetadataView:
+    """A Metadata answer, before translation to protobuf."""
+
+    brokers: tuple[Endpoint, ...]
+    controller_id: int
+    controller_epoch: int
+    topics: tuple[TopicView, ...]
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self._brokers: dict[int, Endpoint] = {}
+        self._partitions: dict[str, dict[int, MetadataPartition]] = {}
+        self._topic_ids: dict[str, str] = {}
+        self.controller_id = -1
+        self.controller_epoch = -1
+        self.controller_endpoint: tuple[str, int] | None = None
+
+    # ------------------------------------------------------------------ updates
+
+    def update(self, request: UpdateMetadata) -> list[TopicPartition]:
+        """Apply an accepted UpdateMetadata; returns the partitions it deleted."""
+        self._brokers = {b.broker_id: b for b in request.live_brokers}
+        self.controller_id = request.controller_id
+        self.controller_epoch = request.controller_epoch
+        if request.controller_host and request.controller_port:
+            self.controller_endpoint = (request.controller_host, request.controller_port)
+        deleted: list[TopicPartition] = []
+        for state in request.partitions:
+            by_index = self._partitions.setdefault(state.topic, {})
+            if state.leader == LEADER_DURING_DELETE:
+                if by_index.pop(state.partition, None) is not None:
+                    deleted.append(state.tp)
+                if not by_index:
+                    self._forget(state.topic)
+                continue
+            by_index[state.partition] = state
+            if state.topic_id:
+                self._topic_ids[state.topic] = state.topic_id
+        for topic in request.deleted_topics:
+            gone = sorted(self._partitions.get(topic, {}))
+            deleted.extend(TopicPartition(topic, p) for p in gone)
+            self._forget(topic)
+        return deleted
+
+    def _forget(self, topic: str) -> None:
+        self._partitions.pop(topic, None)
+        self._topic_ids.pop(topic, None)
+
+    # ------------------------------------------------------------------ queries
+
+    def alive_broker(self, broker_id: int) -> Endpoint | None:
+        return self._brokers.get(broker_id)
+
+    def alive_brokers(self) -> list[Endpoint]:
+        return [self._brokers[b] for b in sorted(self._brokers)]
+
+    def partition(self, tp: TopicPartition) -> MetadataPartition | None:
+        return self._partitions.get(tp.topic, {}).get(tp.partition)
+
+    def contains(self, tp: TopicPartition) -> bool:
+        return self.partition(tp) is not None
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._partitions
+
+    def topics(self) -> list[str]:
+        return sorted(self._partitions)
+
+    def describe(self, topics: list[str] | None) -> MetadataView:
+        """Answer a Metadata request: every topic when ``topics`` is None."""
+        names = self.topics() if topics is None else list(dict.fromkeys(topics))
+        views = []
+        for name in names:
+            by_index = self._partitions.get(name)
+            if by_index is None:
+                views.append(TopicView(name, Code.UNKNOWN_TOPIC_OR_PARTITION, "", ()))
+                continue
+            parts = tuple(self._partition_view(by_index[p]) for p in sorted(by_index))
+            views.append(TopicView(name, Code.NONE, self._topic_ids.get(name, ""), parts))
+        return MetadataView(
+            brokers=tuple(self.alive_brokers()),
+            controller_id=self.controller_id,
+            controller_epoch=self.controller_epoch,
+            topics=tuple(views),
+        )
+
+    def _partition_view(self, state: MetadataPartition) -> PartitionView:
+        leader_alive = state.leader != NO_LEADER and state.leader in self._brokers
+        down = {r for r in state.replicas if r not in self._brokers}
+        offline = tuple(sorted(set(state.offline_replicas) | down))
+        return PartitionView(
+            partition=state.partition,
+            error=Code.NONE if leader_alive else Code.LEADER_NOT_AVAILABLE,
+            leader=state.leader if leader_alive else NO_LEADER,
+            leader_epoch=state.leader_epoch,
+            replicas=state.replicas,
+            isr=state.isr,
+            offline_replicas=offline,
+        )

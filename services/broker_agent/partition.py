@@ -1,0 +1,386 @@
+"""One hosted partition replica: its role, its ISR view and its log (Kafka's ``Partition``).
+
+As leader it appends producers' records under its leader epoch, tracks each follower's log end
+offset from their fetches, advances the high watermark and proposes ISR changes (which take
+effect only when the controller accepts them through AlterPartition, KIP-497). As follower it
+exposes the few log operations the fetcher needs (truncate, append the leader's bytes verbatim,
+adopt the leader's high watermark). Everything runs on the agent's event loop; no method awaits,
+so each one is atomic with respect to requests and fetchers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from services.broker_agent.control import leader_epoch_check
+from services.broker_agent.log import Log, LogAppendInfo, LogConfig, LogManager, Record
+from services.broker_agent.model import NO_LEADER, Code, LeaderAndIsrPartition, TopicPartition
+from services.broker_agent.replica_state import (
+    FollowerState,
+    after_fetch,
+    expansion_candidates,
+    new_high_watermark,
+    out_of_sync_replicas,
+    reset_for_leadership,
+)
+from services.broker_agent.signals import ChangeSignal
+
+log = logging.getLogger(__name__)
+
+# KIP-704 leader recovery states (leasehold.common.v1.LeaderRecoveryState).
+RECOVERED = 1
+RECOVERING = 2
+
+
+class PartitionError(Exception):
+    """A request cannot be served by this replica; ``code`` is the answer."""
+
+    def __init__(self, code: Code, message: str = "") -> None:
+        super().__init__(message or code.name)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class IsrProposal:
+    """An AlterPartition this leader wants the controller to commit."""
+
+    tp: TopicPartition
+    topic_id: str
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+    broker_epochs: tuple[tuple[int, int], ...]  # (broker id, broker epoch) per ISR member
+    leader_recovery_state: int = RECOVERED
+
+
+class Partition:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        local_broker_id: int,
+        log_manager: LogManager,
+        clock: Callable[[], int],
+        replica_lag_time_max_ms: int,
+    ) -> None:
+        self.tp = tp
+        self.local_broker_id = local_broker_id
+        self._log_manager = log_manager
+        self._clock = clock
+        self._max_lag_ms = replica_lag_time_max_ms
+        self.topic_id = ""
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.controller_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.pending: IsrProposal | None = None
+        self.recovering = False  # elected uncleanly and not yet marked recovered (KIP-704)
+        self.leader_epoch_start_offset = -1
+        self.followers: dict[int, FollowerState] = {}
+        self.log: Log | None = None
+        self.signal = ChangeSignal()
+        # Whether a broker may join the ISR (alive and not shutting down, KIP-841).
+        self.isr_eligible: Callable[[int], bool] = lambda _broker_id: True
+        # This broker's current epoch, sent with its own ISR entry (KIP-903).
+        self.local_broker_epoch: Callable[[], int] = lambda: -1
+
+    # ------------------------------------------------------------------ roles
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The committed ISR plus any replica an in-flight AlterPartition adds."""
+        pending = self.pending.new_isr if self.pending is not None else ()
+        return frozenset(self.isr) | frozenset(pending)
+
+    def local_log(self) -> Log:
+        if self.log is None:
+            raise PartitionError(Code.NOT_LEADER_OR_FOLLOWER, f"{self.tp} has no local log")
+        return self.log
+
+    def _ensure_log(self, state: LeaderAndIsrPartition, config: LogConfig | None) -> Log:
+        self.log = self._log_manager.get_or_create(
+            state.topic, state.partition, state.topic_id, config
+        )
+        return self.log
+
+    def _apply_state(self, state: LeaderAndIsrPartition) -> None:
+        self.topic_id = state.topic_id or self.topic_id
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.controller_epoch = state.controller_epoch
+        self.replicas = tuple(state.replicas)
+        self.isr = tuple(state.isr)
+        self.recovering = state.leader_recovery_state == RECOVERING
+        self.pending = None
+
+    def make_leader(self, state: LeaderAndIsrPartition, config: LogConfig | None = None) -> None:
+        """Become leader for ``state.leader_epoch`` (Kafka's Partition.makeLeader).
+
+        The new epoch starts at the log end offset and is recorded in the epoch cache before
+        any append, so followers truncating against this leader find where it begins. Follower
+        states are reset: ISR members count as caught up now, offsets are unknown until each
+        fetches.
+        """
+        log_ = self._ensure_log(state, config)
+        was_leader = self.is_leader
+        self._apply_state(state)
+        now = self._clock()
+        leo = log_.log_end_offset
+        log_.assign_epoch_start_offset(state.leader_epoch, leo)
+        self.leader_epoch_start_offset = leo
+        self.followers = {
+            r: reset_for_leadership(
+                self.followers.get(r),
+                r,
+                in_isr=r in self.isr,
+                now_ms=now,
+                new_leader=not was_leader,
+            )
+            for r in self.replicas
+            if r != self.local_broker_id
+        }
+        self.maybe_increment_high_watermark()
+        self.signal.notify()
+
+    def make_follower(self, state: LeaderAndIsrPartition, config: LogConfig | None = None) -> None:
+        """Follow ``state.leader`` under the new epoch; the fetcher truncates, then fetches."""
+        self._ensure_log(state, config)
+        self._apply_state(state)
+        self.followers = {}
+        self.leader_epoch_start_offset = -1
+        self.signal.notify()
+
+    def stop(self) -> None:
+        """StopReplica without delete: keep the log, forget the role, wake waiting requests."""
+        self.leader_id = NO_LEADER
+        self.followers = {}
+        self.pending = None
+        self.signal.notify()
+
+    # ---------------------------------------------------------- leader: writes
+
+    def check_leader(self, current_leader_epoch: int) -> Log:
+        """The log, if this replica leads under the caller's epoch view (KIP-359/320)."""
+        if not self.is_leader:
+            raise PartitionError(Code.NOT_LEADER_OR_FOLLOWER, f"{self.tp}: not the leader")
+        code = leader_epoch_check(current_leader_epoch, self.leader_epoch)
+        if code != Code.NONE:
+            raise PartitionError(code, f"{self.tp}: leader epoch is {self.leader_epoch}")
+        return self.local_log()
+
+    def append_as_leader(
+        self,
+        records: Sequence[Record],
+        *,
+        current_leader_epoch: int,
+        required_acks: int,
+        min_insync_replicas: int,
+    ) -> LogAppendInfo:
+        log_ = self.check_leader(current_leader_epoch)
+        if required_acks == -1 and len(self.isr) < min_insync_replicas:
+            raise PartitionError(
+                Code.NOT_ENOUGH_REPLICAS,
+                f"{self.tp}: ISR {list(self.isr)} is smaller than min.insync.replicas "
+                f"{min_insync_replicas}",
+            )
+        info = log_.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_high_watermark()
+        self.signal.notify()
+        return info
+
+    def acks_all_outcome(
+        self, required_offset: int, leader_epoch: int, min_insync_replicas: int
+    ) -> Code | None:
+        """How an acks=all append at ``leader_epoch`` stands: None while still waiting.
+
+        Acknowledged once the high watermark reaches ``required_offset``; if the committed
+        ISR has meanwhile shrunk below min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+        Losing or re-gaining leadership means the records may have been truncated, so the
+        producer is told NOT_LEADER_OR_FOLLOWER and retries elsewhere.
+        """
+        if not self.is_leader or self.leader_epoch != leader_epoch or self.log is None:
+            return Code.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark < required_offset:
+            return None
+        if len(self.isr) < min_insync_replicas:
+            return Code.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return Code.NONE
+
+    # ------------------------------------------------ leader: follower tracking
+
+    def record_follower_fetch(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int, broker_epoch: int
+    ) -> None:
+        """Note a follower's position from its fetch; may move the high watermark."""
+        if replica_id not in self.followers:
+            raise PartitionError(
+                Code.NOT_LEADER_OR_FOLLOWER,
+                f"{self.tp}: broker {replica_id} is not a replica ({list(self.replicas)})",
+            )
+        log_ = self.local_log()
+        self.followers[replica_id] = after_fetch(
+            self.followers[replica_id],
+            fetch_offset=fetch_offset,
+            log_start_offset=log_start_offset,
+            fetch_ms=self._clock(),
+            leader_leo=log_.log_end_offset,
+            broker_epoch=broker_epoch,
+        )
+        if self.maybe_increment_high_watermark():
+            self.signal.notify()
+
+    def note_high_watermark_sent(self, replica_id: int, high_watermark: int) -> None:
+        state = self.followers.get(replica_id)
+        if state is not None and state.last_sent_hw != high_watermark:
+            self.followers[replica_id] = replace(state, last_sent_hw=high_watermark)
+
+    def maybe_increment_high_watermark(self) -> bool:
+        if not self.is_leader or self.log is None:
+            return False
+        new_hw = new_high_watermark(
+            leader_leo=self.log.log_end_offset,
+            current_hw=self.log.high_watermark,
+            followers=self.followers,
+            maximal_isr=self.maximal_isr,
+            now_ms=self._clock(),
+            max_lag_ms=self._max_lag_ms,
+            isr_eligible=self.isr_eligible,
+        )
+        if new_hw is None:
+            return False
+        self.log.update_high_watermark(new_hw)
+        return True
+
+    def _proposal(self, new_isr: Sequence[int]) -> IsrProposal:
+        members = tuple(sorted(set(new_isr)))
+
+        def epoch_of(broker_id: int) -> int:
+            if broker_id == self.local_broker_id:
+                return self.local_broker_epoch()
+            state = self.followers.get(broker_id)
+            return state.broker_epoch if state is not None else -1
+
+        epochs = tuple((b, epoch_of(b)) for b in members)
+        return IsrProposal(
+            self.tp, self.topic_id, self.leader_epoch, self.partition_epoch, members, epochs
+        )
+
+    def propose_expansion(self) -> IsrProposal | None:
+        """An AlterPartition adding caught-up followers, unless one is already in flight."""
+        if not self.is_leader or self.pending is not None or self.log is None:
+            return None
+        if self.recovering:
+            return None
+        joining = expansion_candidates(
+            followers=self.followers,
+            replicas=self.replicas,
+            isr=self.isr,
+            high_watermark=self.log.high_watermark,
+            leader_epoch_start_offset=self.leader_epoch_start_offset,
+            isr_eligible=self.isr_eligible,
+        )
+        if not joining:
+            return None
+        self.pending = self._proposal([*self.isr, *joining])
+        return self.pending
+
+    def propose_recovered(self) -> IsrProposal | None:
+        """KIP-704: a leader elected uncleanly marks the partition recovered (same ISR).
+
+        Our log holds no transaction state to rebuild, so the leader may do so at once; until
+        the controller commits it, the ISR cannot grow.
+        """
+        if not self.is_leader or not self.recovering or self.pending is not None:
+            return None
+        self.pending = self._proposal(self.isr)
+        return self.pending
+
+    def propose_shrink(self) -> IsrProposal | None:
+        """An AlterPartition removing followers that lag past replica.lag.time.max.ms."""
+        if not self.is_leader or self.pending is not None or self.log is None:
+            return None
+        lagging = out_of_sync_replicas(
+            leader_id=self.local_broker_id,
+            isr=self.isr,
+            followers=self.followers,
+            leader_leo=self.log.log_end_offset,
+            now_ms=self._clock(),
+            max_lag_ms=self._max_lag_ms,
+        )
+        if not lagging:
+            return None
+        self.pending = self._proposal([r for r in self.isr if r not in lagging])
+        return self.pending
+
+    def complete_isr_change(
+        self,
+        proposal: IsrProposal,
+        *,
+        error: Code,
+        isr: Sequence[int] = (),
+        leader_epoch: int = -1,
+        partition_epoch: int = -1,
+    ) -> bool:
+        """Apply the controller's answer to ``proposal``; True if the ISR changed.
+
+        Answers to a proposal that is no longer pending (leadership changed meanwhile) are
+        ignored. Rejections that mean "try again" (INELIGIBLE_REPLICA and other transient
+        errors) clear the pending state so a later fetch or check proposes afresh; rejections
+        that mean our state is stale (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, unknown
+        partition) keep it pending until the controller's LeaderAndIsr brings the new state.
+        """
+        if self.pending is not proposal:
+            return False
+        if error == Code.NONE:
+            if leader_epoch != self.leader_epoch or partition_epoch < self.partition_epoch:
+                return False
+            self.isr = tuple(isr)
+            self.partition_epoch = partition_epoch
+            self.recovering = False
+            self.pending = None
+            self.maybe_increment_high_watermark()
+            self.signal.notify()
+            return True
+        if error in (
+            Code.FENCED_LEADER_EPOCH,
+            Code.INVALID_UPDATE_VERSION,
+            Code.UNKNOWN_TOPIC_OR_PARTITION,
+        ):
+            log.info("%s: AlterPartition rejected (%s); awaiting LeaderAndIsr", self.tp, error.name)
+            return False
+        self.pending = None
+        return False
+
+    # ---------------------------------------------------------- follower side
+
+    def follower_log(self, leader_epoch: int) -> Log:
+        """The log a fetcher may change, if this replica still follows under that epoch."""
+        if self.is_leader or self.leader_epoch != leader_epoch or self.log is None:
+            raise PartitionError(Code.FENCED_LEADER_EPOCH, f"{self.tp}: no longer following")
+        return self.log
+
+    def append_fetched(
+        self, leader_epoch: int, fetch_offset: int, data: bytes, leader_hw: int, leader_start: int
+    ) -> LogAppendInfo:
+        """Append the leader's batches verbatim and adopt its high watermark and log start."""
+        log_ = self.follower_log(leader_epoch)
+        if fetch_offset != log_.log_end_offset:
+            raise PartitionError(
+                Code.OFFSET_OUT_OF_RANGE,
+                f"{self.tp}: fetched at {fetch_offset} but the log ends at {log_.log_end_offset}",
+            )
+        info = log_.append_as_follower(data)
+        log_.update_high_watermark(min(leader_hw, log_.log_end_offset))
+        if leader_start > log_.log_start_offset and leader_start <= log_.high_watermark:
+            log_.maybe_increment_log_start_offset(leader_start)
+        if info.valid_bytes:
+            self.signal.notify()
+        return info

@@ -1,0 +1,169 @@
+"""Produce: append to partition leaders and, for acks=all, wait for the ISR (delayed produce).
+
+acks=0 and acks=1 answer once the leader has appended. acks=all (-1) first requires the ISR to
+be at least ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS, nothing appended), then waits until the
+high watermark passes the appended batch — every ISR member has it — or the request times out
+(REQUEST_TIMED_OUT). If the ISR shrank below the minimum meanwhile the records are in the log but
+the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. Before an acks=all success the
+leader's log is fsynced (followers fsync before they report their offsets), so an acknowledged
+record survives the loss of any minority of the ISR, even of whole machines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from services.broker_agent.log import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaStorageError,
+    LogError,
+    Record,
+    RecordTooLargeError,
+)
+from services.broker_agent.model import Code, TopicPartition
+from services.broker_agent.partition import Partition, PartitionError
+from services.broker_agent.replica_manager import ReplicaManager
+from services.broker_agent.signals import wait_any
+
+DEFAULT_TIMEOUT_MS = 30_000
+MAX_TIMEOUT_MS = 300_000  # a hostile timeout must not pin a request for ever
+VALID_ACKS = (0, 1, -1)
+
+
+@dataclass(frozen=True)
+class ProduceEntry:
+    tp: TopicPartition
+    records: Sequence[Record]
+    current_leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    tp: TopicPartition
+    error: Code = Code.NONE
+    message: str = ""
+    base_offset: int = -1
+    log_start_offset: int = -1
+    # Who leads now (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH), as (leader id, epoch).
+    current_leader: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    entry: ProduceEntry
+    partition: Partition
+    required_offset: int
+    leader_epoch: int
+    min_isr: int
+    result: ProduceResult
+
+
+class ProduceHandler:
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    def _error(self, tp: TopicPartition, code: Code, message: str = "") -> ProduceResult:
+        leader = None
+        if code in (Code.NOT_LEADER_OR_FOLLOWER, Code.FENCED_LEADER_EPOCH):
+            leader = self._replicas.current_leader(tp)
+        return ProduceResult(tp, code, message, current_leader=leader)
+
+    async def produce(
+        self, acks: int, timeout_ms: int, entries: Sequence[ProduceEntry]
+    ) -> list[ProduceResult]:
+        if acks not in VALID_ACKS:
+            return [
+                ProduceResult(e.tp, Code.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1: {acks}")
+                for e in entries
+            ]
+        results: dict[TopicPartition, ProduceResult] = {}
+        waiting: list[_Waiting] = []
+        for entry in entries:
+            outcome = self._append(entry, acks)
+            if isinstance(outcome, _Waiting):
+                waiting.append(outcome)
+                results[entry.tp] = outcome.result
+            else:
+                results[entry.tp] = outcome
+        if waiting:
+            timeout = min(timeout_ms if timeout_ms > 0 else DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+            timeout /= 1000.0
+            for w, result in zip(waiting, await self._await_isr(waiting, timeout), strict=True):
+                results[w.entry.tp] = result
+        return [results[e.tp] for e in entries]
+
+    def _append(self, entry: ProduceEntry, acks: int) -> ProduceResult | _Waiting:
+        tp = entry.tp
+        try:
+            partition = self._replicas.leader_partition(tp)
+            min_isr = self._replicas.settings(tp.topic).min_insync_replicas
+            info = partition.append_as_leader(
+                entry.records,
+                current_leader_epoch=entry.current_leader_epoch,
+                required_acks=acks,
+                min_insync_replicas=min_isr,
+            )
+        except PartitionError as exc:
+            return self._error(tp, exc.code, str(exc))
+        except RecordTooLargeError as exc:
+            return self._error(tp, Code.MESSAGE_TOO_LARGE, str(exc))
+        except (InvalidRecordError, CorruptRecordError) as exc:
+            return self._error(tp, Code.INVALID_RECORD, str(exc))
+        except KafkaStorageError as exc:
+            return self._error(tp, Code.KAFKA_STORAGE_ERROR, str(exc))
+        except LogError as exc:
+            return self._error(tp, Code.UNKNOWN_SERVER_ERROR, str(exc))
+        result = ProduceResult(
+            tp, Code.NONE, base_offset=info.first_offset, log_start_offset=info.log_start_offset
+        )
+        if acks != -1:
+            return result
+        return _Waiting(
+            entry, partition, info.last_offset + 1, partition.leader_epoch, min_isr, result
+        )
+
+    async def _await_isr(self, waiting: list[_Waiting], timeout: float) -> list[ProduceResult]:
+        """Delayed produce: re-check whenever one of the partitions changes, until done."""
+        deadline = time.monotonic() + timeout
+        outcomes: dict[int, Code] = {}
+        while True:
+            futures = []
+            for i, w in enumerate(waiting):
+                if i in outcomes:
+                    continue
+                futures.append(w.partition.signal.future())
+                code = w.partition.acks_all_outcome(w.required_offset, w.leader_epoch, w.min_isr)
+                if code is not None:
+                    outcomes[i] = code
+            if len(outcomes) == len(waiting):
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                for i in range(len(waiting)):
+                    outcomes.setdefault(i, Code.REQUEST_TIMED_OUT)
+                break
+            await wait_any(futures, remaining)
+        results = []
+        for i, w in enumerate(waiting):
+            code = outcomes[i]
+            if code == Code.NONE:
+                code = await self._flush(w.partition)
+            if code == Code.NONE:
+                results.append(w.result)
+            else:
+                results.append(self._error(w.entry.tp, code))
+        return results
+
+    async def _flush(self, partition: Partition) -> Code:
+        log_ = partition.log
+        if log_ is None:
+            return Code.NOT_LEADER_OR_FOLLOWER
+        try:
+            await asyncio.to_thread(log_.flush)
+        except KafkaStorageError:
+            return Code.KAFKA_STORAGE_ERROR
+        return Code.NONE

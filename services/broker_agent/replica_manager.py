@@ -1,0 +1,339 @@
+"""The replica manager: which partitions this broker hosts, in which role (seed 001 §1-3).
+
+It applies the controller's requests. LeaderAndIsr passes the broker- and controller-epoch
+fences, then each partition's leader-epoch check, then the become-leader transitions (stop their
+fetchers, take the new epoch, wake delayed requests) and the become-follower ones (stop old
+fetchers, take the new epoch, wake delayed requests, and — unless shutting down — start fetching
+from the new leader at the local high watermark; the fetcher truncates first). StopReplica stops
+fetching and optionally deletes the replica's files; UpdateMetadata refreshes the metadata cache.
+Control requests are serialised by one lock, as Kafka's ``replicaStateChangeLock`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from services.broker_agent.control import (
+    Hosted,
+    Transition,
+    check_request,
+    leader_and_isr_decision,
+    stop_replica_decision,
+)
+from services.broker_agent.fetcher_manager import FetcherManager, InitialFetch
+from services.broker_agent.log import InconsistentTopicIdError, KafkaStorageError, LogManager
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.model import (
+    Code,
+    ControlResult,
+    Endpoint,
+    LeaderAndIsr,
+    LeaderAndIsrPartition,
+    StopReplica,
+    TopicPartition,
+    UpdateMetadata,
+)
+from services.broker_agent.partition import IsrProposal, Partition, PartitionError
+from services.broker_agent.throttle import ReplicationQuota
+from services.broker_agent.topic_configs import ConfigStore, TopicSettings
+
+log = logging.getLogger("services.broker_agent.state_change")
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        metadata: MetadataCache,
+        configs: ConfigStore,
+        clock: Callable[[], int],
+        replica_lag_time_max_ms: int,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.metadata = metadata
+        self.configs = configs
+        self._clock = clock
+        self._max_lag_ms = replica_lag_time_max_ms
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = -1
+        self.broker_epoch = -1
+        self.shutting_down = False
+        self._lock = asyncio.Lock()
+        self.leader_quota = ReplicationQuota(clock)
+        self.follower_quota = ReplicationQuota(clock)
+        # Wired by the app once the fetcher side exists (it needs this manager).
+        self.fetchers: FetcherManager | None = None
+        # Where ISR change proposals go (the AlterPartition sender), wired by the app.
+        self.submit_isr_change: Callable[[IsrProposal | None], None] = lambda _p: None
+
+    # ----------------------------------------------------------------- lookups
+
+    def partition(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def hosted(self, tp: TopicPartition) -> Hosted:
+        partition = self.partitions.get(tp)
+        if (tp.topic, tp.partition) in self.log_manager.offline or (
+            partition is not None and partition.log is not None and partition.log.is_offline
+        ):
+            return Hosted.OFFLINE
+        return Hosted.ONLINE if partition is not None else Hosted.NONE
+
+    def settings(self, topic: str) -> TopicSettings:
+        return self.configs.settings(topic)
+
+    def leader_partition(self, tp: TopicPartition) -> Partition:
+        """The partition if hosted here, else the error a client should see (Kafka's
+        getPartitionOrError): a known topic means the client's metadata is stale."""
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            return partition
+        if self.hosted(tp) is Hosted.OFFLINE:
+            raise PartitionError(Code.KAFKA_STORAGE_ERROR, f"{tp} is in an offline log directory")
+        if self.metadata.contains(tp):
+            raise PartitionError(Code.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here")
+        raise PartitionError(Code.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
+
+    def current_leader(self, tp: TopicPartition) -> tuple[int, int] | None:
+        """(leader id, leader epoch) as best known here, for NOT_LEADER answers."""
+        cached = self.metadata.partition(tp)
+        partition = self.partitions.get(tp)
+        if partition is not None and partition.leader_epoch >= 0:
+            if cached is None or cached.leader_epoch <= partition.leader_epoch:
+                return partition.leader_id, partition.leader_epoch
+        if cached is not None:
+            return cached.leader, cached.leader_epoch
+        return None
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
+    def _new_partition(self, tp: TopicPartition) -> Partition:
+        partition = Partition(tp, self.broker_id, self.log_manager, self._clock, self._max_lag_ms)
+        partition.isr_eligible = lambda b: self.metadata.alive_broker(b) is not None
+        partition.local_broker_epoch = lambda: self.broker_epoch
+        return partition
+
+    def _check(self, controller_epoch: int, broker_epoch: int) -> Code:
+        return check_request(
+            request_controller_epoch=controller_epoch,
+            known_controller_epoch=self.controller_epoch,
+            request_broker_epoch=broker_epoch,
+            current_broker_epoch=self.broker_epoch,
+        )
+
+    def _rejection(self, code: Code, what: str, controller_epoch: int, broker_epoch: int) -> str:
+        message = (
+            f"{what} rejected: {code.name} (request controller epoch {controller_epoch}, "
+            f"known {self.controller_epoch}; request broker epoch {broker_epoch}, "
+            f"current {self.broker_epoch})"
+        )
+        log.warning(message)
+        return message
+
+    # -------------------------------------------------------------- LeaderAndIsr
+
+    async def become_leader_or_follower(self, request: LeaderAndIsr) -> ControlResult:
+        async with self._lock:
+            code = self._check(request.controller_epoch, request.broker_epoch)
+            if code != Code.NONE:
+                message = self._rejection(
+                    code, "LeaderAndIsr", request.controller_epoch, request.broker_epoch
+                )
+                return ControlResult(code, message)
+            self.controller_epoch = request.controller_epoch
+            self.leader_quota.bound = request.replication_throttle_bytes_per_sec
+            self.follower_quota.bound = request.replication_throttle_bytes_per_sec
+            errors: dict[TopicPartition, Code] = {}
+            to_lead: list[LeaderAndIsrPartition] = []
+            to_follow: list[LeaderAndIsrPartition] = []
+            for state in request.partitions:
+                tp = state.tp
+                existing = self.partitions.get(tp)
+                decision = leader_and_isr_decision(
+                    state,
+                    hosted=self.hosted(tp),
+                    current_leader_epoch=existing.leader_epoch if existing else -1,
+                    local_broker_id=self.broker_id,
+                )
+                if decision.error != Code.NONE:
+                    log.info("%s: LeaderAndIsr ignored: %s", tp, decision.error.name)
+                    errors[tp] = decision.error
+                elif decision.transition is Transition.BECOME_LEADER:
+                    if self.shutting_down and not (existing and existing.is_leader):
+                        errors[tp] = Code.BROKER_SHUTTING_DOWN
+                    else:
+                        to_lead.append(state)
+                else:
+                    to_follow.append(state)
+            self._make_leaders(to_lead, errors)
+            await self._make_followers(to_follow, request.live_leaders, errors)
+            if self.fetchers is not None:
+                await self.fetchers.shutdown_idle_fetchers()
+            return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
+
+    def _transition(
+        self, state: LeaderAndIsrPartition, errors: dict[TopicPartition, Code], leader: bool
+    ) -> Partition | None:
+        tp = state.tp
+        partition = self.partitions.get(tp) or self._new_partition(tp)
+        config = self.settings(tp.topic).log_config
+        try:
+            if leader:
+                partition.make_leader(state, config)
+            else:
+                partition.make_follower(state, config)
+        except KafkaStorageError as exc:
+            log.error("%s: cannot become %s: %s", tp, "leader" if leader else "follower", exc)
+            errors[tp] = Code.KAFKA_STORAGE_ERROR
+            return None
+        except InconsistentTopicIdError as exc:
+            log.error("%s: %s", tp, exc)
+            errors[tp] = Code.INCONSISTENT_TOPIC_ID
+            return None
+        self.partitions[tp] = partition
+        errors[tp] = Code.NONE
+        log.info(
+            "%s: became %s (leader %d, epoch %d, isr %s)",
+            tp,
+            "leader" if leader else "follower",
+            state.leader,
+            state.leader_epoch,
+            list(state.isr),
+        )
+        return partition
+
+    def _make_leaders(
+        self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
+    ) -> None:
+        if not states:
+            return
+        if self.fetchers is not None:
+            self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
+        for state in states:
+            partition = self._transition(state, errors, leader=True)
+            if partition is not None:
+                self.submit_isr_change(partition.propose_recovered())
+
+    def _leader_endpoint(self, leader_id: int, live_leaders: Iterable[Endpoint]) -> Endpoint | None:
+        for endpoint in live_leaders:
+            if endpoint.broker_id == leader_id:
+                return endpoint
+        return self.metadata.alive_broker(leader_id)
+
+    async def _make_followers(
+        self,
+        states: list[LeaderAndIsrPartition],
+        live_leaders: Iterable[Endpoint],
+        errors: dict[TopicPartition, Code],
+    ) -> None:
+        if not states:
+            return
+        if self.fetchers is not None:
+            self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
+        leaders = list(live_leaders)
+        starts: dict[TopicPartition, InitialFetch] = {}
+        for state in states:
+            partition = self._transition(state, errors, leader=False)
+            if partition is None or partition.log is None:
+                continue
+            leader = self._leader_endpoint(state.leader, leaders)
+            if leader is None:
+                # Kafka keeps the replica (so its high watermark is checkpointed) but cannot
+                # fetch until a request names a reachable leader.
+                log.error("%s: leader %d is unavailable; not fetching", state.tp, state.leader)
+                continue
+            starts[state.tp] = InitialFetch(
+                leader, state.leader_epoch, partition.log.high_watermark
+            )
+        if self.shutting_down:
+            log.info("shutting down: not adding fetchers for %d partitions", len(starts))
+            return
+        if starts and self.fetchers is not None:
+            await self.fetchers.add_fetcher_for_partitions(starts)
+
+    # --------------------------------------------------------------- StopReplica
+
+    async def stop_replicas(self, request: StopReplica) -> ControlResult:
+        async with self._lock:
+            code = self._check(request.controller_epoch, request.broker_epoch)
+            if code != Code.NONE:
+                message = self._rejection(
+                    code, "StopReplica", request.controller_epoch, request.broker_epoch
+                )
+                return ControlResult(code, message)
+            self.controller_epoch = request.controller_epoch
+            errors: dict[TopicPartition, Code] = {}
+            stopping = []
+            for ps in request.partitions:
+                existing = self.partitions.get(ps.tp)
+                code = stop_replica_decision(
+                    hosted=self.hosted(ps.tp),
+                    current_leader_epoch=existing.leader_epoch if existing else -1,
+                    request_leader_epoch=ps.leader_epoch,
+                )
+                errors[ps.tp] = code
+                if code == Code.NONE:
+                    stopping.append(ps)
+            if self.fetchers is not None:
+                self.fetchers.remove_fetcher_for_partitions({ps.tp for ps in stopping})
+            for ps in stopping:
+                partition = self.partitions.get(ps.tp)
+                if partition is not None:
+                    partition.stop()
+                if not ps.delete:
+                    continue
+                self.partitions.pop(ps.tp, None)
+                try:
+                    self.log_manager.delete(ps.topic, ps.partition)
+                except (KafkaStorageError, OSError) as exc:
+                    log.error("%s: cannot delete: %s", ps.tp, exc)
+                    errors[ps.tp] = Code.KAFKA_STORAGE_ERROR
+                log.info("%s: stopped and deleted", ps.tp)
+            if self.fetchers is not None:
+                await self.fetchers.shutdown_idle_fetchers()
+            return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
+
+    # ------------------------------------------------------------ UpdateMetadata
+
+    async def update_metadata(self, request: UpdateMetadata) -> ControlResult:
+        async with self._lock:
+            code = self._check(request.controller_epoch, request.broker_epoch)
+            if code != Code.NONE:
+                message = self._rejection(
+                    code, "UpdateMetadata", request.controller_epoch, request.broker_epoch
+                )
+                return ControlResult(code, message)
+            self.controller_epoch = request.controller_epoch
+            deleted = self.metadata.update(request)
+            for tp in deleted:
+                partition = self.partitions.get(tp)
+                if partition is not None:
+                    partition.signal.notify()
+            return ControlResult(Code.NONE)
+
+    # ------------------------------------------------------------- maintenance
+
+    def apply_configs(self, topics: set[str] | None) -> None:
+        """Topic configs changed in etcd: push the new log configs to the open logs."""
+        names = {tp.topic for tp in self.partitions} if topics is None else topics
+        for topic in names:
+            self.log_manager.update_topic_config(topic, self.settings(topic).log_config)
+
+    def checkpoint(self) -> None:
+        self.log_manager.checkpoint_high_watermarks()
+        self.log_manager.checkpoint_log_start_offsets()
+        self.log_manager.checkpoint_recovery_points()
+
+    async def close(self) -> None:
+        """Stop every fetcher, then close (flush and checkpoint) every log."""
+        self.shutting_down = True
+        if self.fetchers is not None:
+            await self.fetchers.close_all()
+        for partition in self.partitions.values():
+            partition.signal.notify()
+        self.log_manager.close()

@@ -1,0 +1,220 @@
+"""gRPC servicers: BrokerService (clients, followers) and BrokerControlService (controller).
+
+They only translate between protobuf and the domain (``convert`` holds the message mapping);
+every decision is made below. Malformed requests — an empty topic name, a negative partition,
+a partition listed twice — fail the whole call with INVALID_ARGUMENT and change nothing. Domain
+outcomes (stale epochs, not leader, out of range...) are in-band error codes, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
+from leasehold.common.v1 import common_pb2
+from leasehold.errors import InvalidRequestError
+from services.broker_agent import convert
+from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.model import Code, TopicPartition
+from services.broker_agent.produce import ProduceEntry, ProduceHandler
+from services.broker_agent.replica_manager import ReplicaManager
+
+
+def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
+    seen: set[tuple[str, int]] = set()
+    for topic, partition in pairs:
+        if not topic:
+            raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
+        if partition < 0:
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST, f"partition must be >= 0, got {topic}-{partition}"
+            )
+        if (topic, partition) in seen:
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST, f"partition {topic}-{partition} is listed twice"
+            )
+        seen.add((topic, partition))
+
+
+class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        produce: ProduceHandler,
+        fetch: FetchHandler,
+        metadata: MetadataCache,
+        cluster_id: str,
+    ) -> None:
+        self._replicas = replicas
+        self._produce = produce
+        self._fetch = fetch
+        self._metadata = metadata
+        self._cluster_id = cluster_id
+
+    async def Produce(
+        self, request: broker_pb2.ProduceRequest, context
+    ) -> broker_pb2.ProduceResponse:
+        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        entries = [
+            ProduceEntry(
+                TopicPartition(t.topic, p.partition),
+                [convert.record_from_pb(r) for r in p.records],
+                p.current_leader_epoch,
+            )
+            for t in request.topics
+            for p in t.partitions
+        ]
+        results = await self._produce.produce(request.acks, request.timeout_ms, entries)
+        by_topic: dict[str, broker_pb2.TopicProduceResponse] = {}
+        leaders: set[int] = set()
+        for r in results:
+            topic = by_topic.setdefault(
+                r.tp.topic, broker_pb2.TopicProduceResponse(topic=r.tp.topic)
+            )
+            out = topic.partitions.add(
+                partition=r.tp.partition,
+                error_code=int(r.error),
+                error_message=r.message if r.error != Code.NONE else "",
+                base_offset=r.base_offset,
+                log_append_time_ms=-1,
+                log_start_offset=r.log_start_offset,
+            )
+            if r.current_leader is not None:
+                out.current_leader.CopyFrom(convert.leader_pb(r.current_leader))
+                leaders.add(r.current_leader[0])
+        return broker_pb2.ProduceResponse(
+            topics=list(by_topic.values()), node_endpoints=self._endpoints(leaders)
+        )
+
+    def _endpoints(self, broker_ids: Iterable[int]) -> list[common_pb2.BrokerEndpoint]:
+        out = []
+        for broker_id in sorted(broker_ids):
+            endpoint = self._metadata.alive_broker(broker_id)
+            if endpoint is not None:
+                out.append(convert.endpoint_pb(endpoint))
+        return out
+
+    async def Fetch(self, request: broker_pb2.FetchRequest, context) -> broker_pb2.FetchResponse:
+        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        if request.max_wait_ms < 0 or request.min_bytes < 0 or request.max_bytes < 0:
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST, "max_wait_ms, min_bytes and max_bytes must be >= 0"
+            )
+        is_follower = request.replica_id >= 0
+        specs = [
+            FetchSpec(
+                TopicPartition(t.topic, p.partition),
+                p.fetch_offset,
+                p.current_leader_epoch,
+                p.last_fetched_epoch if is_follower else -1,
+                p.log_start_offset,
+                p.partition_max_bytes,
+            )
+            for t in request.topics
+            for p in t.partitions
+        ]
+        params = FetchParams(
+            replica_id=max(request.replica_id, -1),
+            broker_epoch=request.replica_broker_epoch,
+            max_wait_ms=request.max_wait_ms,
+            min_bytes=request.min_bytes,
+            max_bytes=request.max_bytes,
+        )
+        results = await self._fetch.fetch(params, specs)
+        as_records = request.record_format == broker_pb2.RECORD_FORMAT_RECORDS
+        by_topic: dict[str, broker_pb2.FetchTopicResponse] = {}
+        for spec, r in zip(specs, results, strict=True):
+            topic = by_topic.setdefault(r.tp.topic, broker_pb2.FetchTopicResponse(topic=r.tp.topic))
+            out = convert.fetch_partition_pb(r)
+            if as_records and r.records:
+                out.decoded_records.extend(
+                    convert.record_pb(d) for d in decoded(r, spec.fetch_offset)
+                )
+            else:
+                out.records = r.records
+            topic.partitions.append(out)
+        return broker_pb2.FetchResponse(topics=list(by_topic.values()))
+
+    async def ListOffsets(
+        self, request: broker_pb2.ListOffsetsRequest, context
+    ) -> broker_pb2.ListOffsetsResponse:
+        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        asks = [
+            (TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.timestamp)
+            for t in request.topics
+            for p in t.partitions
+        ]
+        by_topic: dict[str, broker_pb2.ListOffsetsTopicResponse] = {}
+        for r in self._fetch.list_offsets(request.replica_id, asks):
+            topic = by_topic.setdefault(
+                r.tp.topic, broker_pb2.ListOffsetsTopicResponse(topic=r.tp.topic)
+            )
+            topic.partitions.add(
+                partition=r.tp.partition,
+                error_code=int(r.error),
+                timestamp=r.timestamp,
+                offset=r.offset,
+                leader_epoch=r.leader_epoch,
+            )
+        return broker_pb2.ListOffsetsResponse(topics=list(by_topic.values()))
+
+    async def OffsetsForLeaderEpoch(
+        self, request: broker_pb2.OffsetsForLeaderEpochRequest, context
+    ) -> broker_pb2.OffsetsForLeaderEpochResponse:
+        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        asks = [
+            (TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.leader_epoch)
+            for t in request.topics
+            for p in t.partitions
+        ]
+        by_topic: dict[str, broker_pb2.OffsetForLeaderTopicResponse] = {}
+        for tp, code, epoch, end in self._fetch.offsets_for_leader_epoch(asks):
+            topic = by_topic.setdefault(
+                tp.topic, broker_pb2.OffsetForLeaderTopicResponse(topic=tp.topic)
+            )
+            topic.partitions.add(
+                partition=tp.partition, error_code=int(code), leader_epoch=epoch, end_offset=end
+            )
+        return broker_pb2.OffsetsForLeaderEpochResponse(topics=list(by_topic.values()))
+
+    async def Metadata(
+        self, request: broker_pb2.MetadataRequest, context
+    ) -> broker_pb2.MetadataResponse:
+        if any(not name for name in request.topics):
+            raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
+        # Kafka's rule: all topics only when asked for; an empty list asks for none.
+        wanted = None if request.all_topics else list(request.topics)
+        view = self._metadata.describe(wanted)
+        return convert.metadata_pb(view, self._cluster_id)
+
+
+class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self._replicas = replicas
+
+    async def LeaderAndIsr(
+        self, request: control_pb2.LeaderAndIsrRequest, context
+    ) -> control_pb2.LeaderAndIsrResponse:
+        domain = convert.leader_and_isr_from_pb(request)
+        _check_partitions((s.topic, s.partition) for s in domain.partitions)
+        result = await self._replicas.become_leader_or_follower(domain)
+        return control_pb2.LeaderAndIsrResponse(**convert.control_result_fields(result))
+
+    async def StopReplica(
+        self, request: control_pb2.StopReplicaRequest, context
+    ) -> control_pb2.StopReplicaResponse:
+        domain = convert.stop_replica_from_pb(request)
+        _check_partitions((s.topic, s.partition) for s in domain.partitions)
+        result = await self._replicas.stop_replicas(domain)
+        return control_pb2.StopReplicaResponse(**convert.control_result_fields(result))
+
+    async def UpdateMetadata(
+        self, request: control_pb2.UpdateMetadataRequest, context
+    ) -> control_pb2.UpdateMetadataResponse:
+        domain = convert.update_metadata_from_pb(request)
+        _check_partitions((s.topic, s.partition) for s in domain.partitions)
+        result = await self._replicas.update_metadata(domain)
+        return control_pb2.UpdateMetadataResponse(
+            error_code=int(result.error), error_message=result.message
+        )

@@ -1,0 +1,95 @@
+"""The metadata cache UpdateMetadata fills and clients' Metadata calls read."""
+
+from __future__ import annotations
+
+from services.broker_agent.metadata_cache import MetadataCache, PartitionView, TopicView
+from services.broker_agent.model import (
+    Code,
+    Endpoint,
+    MetadataPartition,
+    TopicPartition,
+    UpdateMetadata,
+)
+
+B1, B2, B3 = (Endpoint(i, "127.0.0.1", 9000 + i) for i in (1, 2, 3))
+
+
+def mp(topic, p, leader, epoch=1, replicas=(1, 2, 3), isr=None, tid="id-" + "x"):
+    return MetadataPartition(
+        topic, p, leader, epoch, tuple(isr or replicas), tuple(replicas), 1, 1, tid
+    )
+
+
+def request(partitions, brokers=(B1, B2, B3), deleted=(), epoch=3):
+    return UpdateMetadata(
+        controller_id=100,
+        controller_epoch=epoch,
+        broker_epoch=-1,
+        partitions=tuple(partitions),
+        live_brokers=tuple(brokers),
+        deleted_topics=tuple(deleted),
+        controller_host="10.0.0.9",
+        controller_port=9190,
+    )
+
+
+def test_update_then_describe():
+    cache = MetadataCache()
+    assert cache.update(request([mp("a", 1, 2), mp("a", 0, 1), mp("b", 0, 3)])) == []
+    view = cache.describe(None)
+    assert view.brokers == (B1, B2, B3)
+    assert (view.controller_id, view.controller_epoch) == (100, 3)
+    assert cache.controller_endpoint == ("10.0.0.9", 9190)
+    assert [t.name for t in view.topics] == ["a", "b"]
+    assert view.topics[0] == TopicView(
+        "a",
+        Code.NONE,
+        "id-x",
+        (
+            PartitionView(0, Code.NONE, 1, 1, (1, 2, 3), (1, 2, 3), ()),
+            PartitionView(1, Code.NONE, 2, 1, (1, 2, 3), (1, 2, 3), ()),
+        ),
+    )
+
+
+def test_updates_are_incremental_per_partition():
+    cache = MetadataCache()
+    cache.update(request([mp("a", 0, 1), mp("a", 1, 2)]))
+    cache.update(request([mp("a", 1, 3, epoch=2, isr=(3,))]))
+    assert cache.partition(TopicPartition("a", 0)).leader == 1
+    assert cache.partition(TopicPartition("a", 1)).leader_epoch == 2
+    assert cache.partition(TopicPartition("a", 1)).isr == (3,)
+
+
+def test_dead_leader_and_replicas_are_reported():
+    cache = MetadataCache()
+    cache.update(request([mp("a", 0, 2), mp("a", 1, -1)], brokers=(B1, B3)))
+    (topic,) = cache.describe(["a"]).topics
+    assert topic.partitions[0] == PartitionView(
+        0, Code.LEADER_NOT_AVAILABLE, -1, 1, (1, 2, 3), (1, 2, 3), (2,)
+    )
+    assert topic.partitions[1].error == Code.LEADER_NOT_AVAILABLE
+    assert cache.alive_broker(2) is None and cache.alive_broker(3) == B3
+
+
+def test_unknown_topic_and_duplicates_in_the_request():
+    cache = MetadataCache()
+    cache.update(request([mp("a", 0, 1)]))
+    view = cache.describe(["zz", "a", "zz"])
+    assert [(t.name, t.error) for t in view.topics] == [
+        ("zz", Code.UNKNOWN_TOPIC_OR_PARTITION),
+        ("a", Code.NONE),
+    ]
+
+
+def test_deletions():
+    cache = MetadataCache()
+    cache.update(request([mp("a", 0, 1), mp("a", 1, 1), mp("b", 0, 1), mp("b", 1, 1)]))
+    # Leader -2 marks a partition of a topic being deleted.
+    deleted = cache.update(request([mp("a", 0, -2)], deleted=["b"]))
+    assert deleted == [TopicPartition("a", 0), TopicPartition("b", 0), TopicPartition("b", 1)]
+    assert cache.topics() == ["a"]
+    assert not cache.contains(TopicPartition("a", 0))
+    assert cache.contains(TopicPartition("a", 1))
+    cache.update(request([mp("a", 1, -2)]))
+    assert cache.topics() == [] and not cache.has_topic("a")
