@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from leasehold import telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2
 from services.controller.codec import RECOVERED, RECOVERING
@@ -89,6 +90,11 @@ def validate(
             f"Leader epoch {data.leader_epoch} is newer than {lai.leader_epoch}.",
         )
     if data.partition_epoch != lai.partition_epoch:
+        requested = tuple(s.broker_id for s in data.new_isr_with_epochs)
+        if requested == lai.isr and (data.leader_recovery_state == RECOVERING) == lai.recovering:
+            # A retry of a change that was already applied (Kafka's ZK controller does the same:
+            # equal but for the partition epoch): answer with the current state, write nothing.
+            return Decision(tp)
         return Decision(
             tp,
             E.ERROR_CODE_INVALID_UPDATE_VERSION,
@@ -139,9 +145,22 @@ class AlterPartitionFlow:
             error_code=E.ERROR_CODE_NOT_CONTROLLER,
             error_message="This controller is not the active controller.",
         )
+        req = event.request
         try:
             if self.c.active:
-                response = await self._alter(event.request)
+                with telemetry.span(
+                    "controller.alter_partition",
+                    broker_id=req.broker_id,
+                    broker_epoch=req.broker_epoch,
+                    topic=",".join(t.topic for t in req.topics),
+                    partition_count=sum(len(t.partitions) for t in req.topics),
+                    controller_epoch=self.c.epoch,
+                ) as span:
+                    response = await self._alter(req)
+                    if response.error_code:
+                        span.set_attributes(
+                            telemetry.attrs(error=E.ErrorCode.Name(response.error_code))
+                        )
         finally:
             if not event.future.done():
                 event.future.set_result(response)

@@ -64,6 +64,16 @@ CASES = [
     ("unknown leader epoch", 1, "", _data([1], le=6), E.ERROR_CODE_UNKNOWN_LEADER_EPOCH, None),
     ("old partition epoch", 1, "", _data([1], pe=99), E.ERROR_CODE_INVALID_UPDATE_VERSION, None),
     ("new partition epoch", 1, "", _data([1], pe=101), E.ERROR_CODE_INVALID_UPDATE_VERSION, None),
+    # A retry of an already-applied change (stale partition epoch, same ISR): success, no write.
+    ("retry already applied", 1, "", _data([1, 2], pe=99), E.ERROR_CODE_NONE, None),
+    (
+        "retry but recovery differs",
+        1,
+        "",
+        _data([1, 2], pe=99, recovering=True),
+        E.ERROR_CODE_INVALID_UPDATE_VERSION,
+        None,
+    ),
     ("leader missing", 1, "", _data([2, 3]), E.ERROR_CODE_INVALID_REQUEST, None),
     ("duplicate", 1, "", _data([1, 2, 2]), E.ERROR_CODE_INVALID_REQUEST, None),
     ("unassigned", 1, "", _data([1, 6]), E.ERROR_CODE_INVALID_REQUEST, None),
