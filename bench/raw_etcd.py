@@ -41,7 +41,7 @@ from leasehold.metadata.v1 import metadata_pb2
 
 IN_FLIGHT = (1, 4, 8, 16)
 BULK_CONCURRENCY = 8  # fenced.commit's default, what the controller uses
-PAGE_SIZES = (PAGE_SIZE, 10 * PAGE_SIZE)
+PAGE_SIZES = (1_000, PAGE_SIZE)  # the old default against the current one
 
 
 @dataclass(frozen=True)
