@@ -4,21 +4,34 @@
 processes (the same entry points the container image uses), each with its own port and log file.
 End-to-end tests, benchmarks, fault tests and ``make run`` all use it. It kills only the processes
 it started.
+
+``ClusterSpec(metrics=True)`` gives every service a free ``--metrics-port`` (``Proc.metrics_port``).
+``ClusterSpec(tls=True)`` makes a CA and one certificate per process in ``<workdir>/certs`` (see
+:mod:`leasehold.testing.certs`) and runs mutual TLS on every hop: etcd's client port, and every
+service's gRPC port, each presenting its role's identity (``controller-<id>``, ``broker-<id>``,
+``admin``); ``client_tls`` is a certificate for the test's own clients.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leasehold.config import TlsConfig
+from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.election import leader_of
+from leasehold.testing.certs import CertFiles, CertificateAuthority
 from leasehold.testing.etcd_server import EtcdServer
 from leasehold.testing.ports import free_port, wait_for_port
+from leasehold.testing.wait import until
 
 
 @dataclass
@@ -31,6 +44,11 @@ class Proc:
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
     popen: subprocess.Popen | None = None
+    metrics_port: int = 0
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     @property
     def address(self) -> str:
@@ -99,6 +117,8 @@ class ClusterSpec:
     broker_base_port: int = 0
     etcd_port: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
+    metrics: bool = False  # a free --metrics-port per service
+    tls: bool = False  # mutual TLS everywhere, with generated certificates
 
 
 class LocalCluster:
@@ -106,10 +126,22 @@ class LocalCluster:
         self.spec = spec or ClusterSpec()
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="leasehold-cluster-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.ca = CertificateAuthority(self.workdir / "certs") if self.spec.tls else None
+        self._client_certs: CertFiles | None = None
+        etcd_tls = {}
+        if self.ca is not None:
+            server = self.ca.issue("etcd", common_name="etcd")
+            etcd_tls = dict(
+                cert_file=server.cert,
+                key_file=server.key,
+                trusted_ca_file=server.ca,
+                client_cert_auth=True,
+            )
         self.etcd = EtcdServer(
             data_dir=str(self.workdir / "etcd"),
             client_port=self.spec.etcd_port,
             log_path=str(self.workdir / "etcd.log"),
+            **etcd_tls,
         )
         self.controllers: dict[int, Proc] = {}
         self.brokers: dict[int, Proc] = {}
@@ -117,35 +149,58 @@ class LocalCluster:
 
     # --- construction ---------------------------------------------------------------------------
 
-    def _common(self, port: int) -> list[str]:
-        return [
+    def _common(self, port: int, identity: tuple[str, int | None]) -> tuple[list[str], int]:
+        """Flags every service takes, and the metrics port chosen (0: none)."""
+        args = [
             "--etcd", self.etcd.endpoint,
             "--cluster-id", self.spec.cluster_id,
             "--host", "127.0.0.1",
             "--port", str(port),
         ]  # fmt: skip
+        metrics_port = free_port() if self.spec.metrics else 0
+        if metrics_port:
+            args += ["--metrics-port", str(metrics_port)]
+        if self.ca is not None:
+            certs = self.ca.issue_role(*identity)
+            args += certs.flags() + certs.etcd_flags()
+        return args, metrics_port
+
+    @property
+    def client_tls(self) -> TlsConfig | None:
+        """A client certificate (role ``client``) for tests' own calls; None without TLS."""
+        return self.client_certs.tls() if self.ca is not None else None
+
+    @property
+    def client_certs(self) -> CertFiles:
+        assert self.ca is not None, "the cluster was not started with tls=True"
+        if self._client_certs is None:
+            self._client_certs = self.ca.issue_role("client")
+        return self._client_certs
 
     def _port(self, base: int, index: int) -> int:
         return base + index if base else free_port()
 
     def add_controller(self, controller_id: int) -> Proc:
         port = self._port(self.spec.controller_base_port, controller_id - 1)
+        common, metrics_port = self._common(port, ("controller", controller_id))
         proc = Proc(
             f"controller-{controller_id}",
-            ["services.controller", *self._common(port), "--controller-id", str(controller_id),
+            ["services.controller", *common, "--controller-id", str(controller_id),
              "--session-ttl", str(self.spec.session_ttl),
              "--state-change-log", str(self.workdir / f"state-change-{controller_id}.log")],
             port,
             self.workdir / f"controller-{controller_id}.log",
             env=dict(self.spec.extra_env),
+            metrics_port=metrics_port,
         )  # fmt: skip
         self.controllers[controller_id] = proc
         return proc
 
     def add_broker(self, broker_id: int) -> Proc:
         port = self._port(self.spec.broker_base_port, broker_id - 1)
+        common, metrics_port = self._common(port, ("broker", broker_id))
         args = [
-            "services.broker_agent", *self._common(port),
+            "services.broker_agent", *common,
             "--broker-id", str(broker_id),
             "--data-dir", str(self.workdir / f"broker-{broker_id}"),
             "--session-ttl", str(self.spec.session_ttl),
@@ -158,6 +213,7 @@ class LocalCluster:
             port,
             self.workdir / f"broker-{broker_id}.log",
             env=dict(self.spec.extra_env),
+            metrics_port=metrics_port,
         )
         self.brokers[broker_id] = proc
         return proc
@@ -169,19 +225,47 @@ class LocalCluster:
         for bid in range(1, self.spec.brokers + 1):
             self.add_broker(bid)
         admin_port = self.spec.admin_port or free_port()
+        common, metrics_port = self._common(admin_port, ("admin", None))
         self.admin = Proc(
             "admin",
-            ["services.admin", *self._common(admin_port)],
+            ["services.admin", *common],
             admin_port,
             self.workdir / "admin.log",
             env=dict(self.spec.extra_env),
+            metrics_port=metrics_port,
         )
         for proc in self.processes():
             proc.start()
         deadline = time.monotonic() + timeout
         for proc in self.processes():
             proc.wait_ready(max(1.0, deadline - time.monotonic()))
+        self.wait_registered(max(1.0, deadline - time.monotonic()))
         return self
+
+    def wait_registered(self, timeout: float = 30.0) -> None:
+        """Block until every running broker is registered and a controller has taken office.
+
+        Listening on a port is not enough: a topic created before a broker registers would
+        be placed without it. Runs in its own thread so callers inside an event loop can use it.
+        """
+        expected = {bid for bid, proc in self.brokers.items() if proc.alive()}
+        want_controller = any(p.alive() for p in self.controllers.values())
+        keyspace = Keyspace(self.spec.cluster_id)
+
+        async def probe() -> bool:
+            async with EtcdClient([self.etcd.endpoint]) as client:
+                kvs, _ = await client.range_prefix(keyspace.brokers_prefix, keys_only=True)
+                registered = {keyspace.broker_id_of(kv.key) for kv in kvs}
+                epoch = await client.get(keyspace.controller_epoch)
+                leader = await leader_of(client, keyspace.controller_election_prefix)
+            in_office = leader is not None and epoch is not None
+            return expected <= registered and (in_office or not want_controller)
+
+        async def poll() -> None:
+            await until(probe, timeout=timeout, interval=0.1, what="brokers and a controller")
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(asyncio.run, poll()).result()
 
     def processes(self) -> list[Proc]:
         procs = [*self.controllers.values(), *self.brokers.values()]
