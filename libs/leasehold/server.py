@@ -1,9 +1,11 @@
 """The gRPC aio server bootstrap every Leasehold service uses.
 
 It adds the standard health service (one status per service name), server reflection, the error
-interceptor, TLS when configured, and graceful shutdown: on SIGTERM or SIGINT every health status
-turns NOT_SERVING, the service's own ``on_stop`` runs (e.g. a broker's controlled shutdown), and
-the server stops with a grace period for calls in flight.
+interceptor, TLS when configured (and with it the peer-role check of :mod:`leasehold.peer_auth`:
+only controllers may call BrokerControlService, only brokers ControllerService), and graceful
+shutdown: on SIGTERM or SIGINT every health status turns NOT_SERVING, the service's own
+``on_stop`` runs (e.g. a broker's controlled shutdown), and the server stops with a grace period
+for calls in flight.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from leasehold import telemetry
+from leasehold import peer_auth, telemetry
 from leasehold.config import CommonConfig, TlsConfig
 from leasehold.grpc_errors import ErrorInterceptor
 
@@ -57,6 +59,9 @@ class Service:
     on_start: Callable[[], Awaitable[None]] | None = None
     on_stop: Callable[[], Awaitable[None]] | None = None
     interceptors: Sequence[grpc.aio.ServerInterceptor] = field(default_factory=tuple)
+    # Names whose health the service reports itself with ``ServiceRunner.set_serving`` (e.g. the
+    # controller service, SERVING only on the active controller); they start NOT_SERVING.
+    self_reported: Sequence[str] = field(default_factory=tuple)
 
 
 class ServiceRunner:
@@ -73,9 +78,11 @@ class ServiceRunner:
         self._stopping = asyncio.Event()
 
     async def start(self) -> int:
+        tls = self.config.tls.enabled
         interceptors = [
             *telemetry.server_interceptors(),
             *self.service.interceptors,
+            *([peer_auth.PeerRoleInterceptor()] if tls else []),
             ErrorInterceptor(),
         ]
         server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
@@ -84,20 +91,29 @@ class ServiceRunner:
         names = [*self.service.names, health.SERVICE_NAME, reflection.SERVICE_NAME]
         reflection.enable_server_reflection(names, server)
         address = f"{self.config.host}:{self.config.port}"
-        if self.config.tls.enabled:
+        if tls:
             self.port = server.add_secure_port(address, server_credentials(self.config.tls))
+            log.info("serving TLS; restricted services: %s", peer_auth.roles_summary())
+            if not self.config.tls.ca:
+                log.warning(
+                    "TLS without --tls-ca: clients are not authenticated, so the role-restricted "
+                    "services refuse every call"
+                )
         else:
             log.warning("serving PLAINTEXT gRPC on %s: configure --tls-cert to encrypt", address)
             self.port = server.add_insecure_port(address)
         if self.port == 0:
             raise RuntimeError(f"could not bind {address}")
+        if self.service.self_reported:
+            await self.set_serving(False, names=self.service.self_reported)
         await server.start()
         self.server = server
         if self.config.health_port:
             await self._start_health_server()
         if self.service.on_start is not None:
             await self.service.on_start()
-        await self.set_serving(True)
+        own = set(self.service.self_reported)
+        await self.set_serving(True, names=["", *(n for n in self.service.names if n not in own)])
         log.info("serving", extra={"address": f"{self.config.host}:{self.port}"})
         return self.port
 

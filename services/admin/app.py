@@ -1,7 +1,9 @@
 """The admin service process: an etcd connection, the domain, the servicer, the gRPC server.
 
 The admin service is stateless: every request reads etcd, so any number of replicas can run side
-by side and none needs to be elected.
+by side and none needs to be elected. Its metrics are Kafka's per-request ones
+(``leasehold_admin_requests_total`` and ``leasehold_admin_request_total_time_ms``, per RPC) on
+``--metrics-port``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import logging
 import random
 from collections.abc import Callable
 
-from leasehold import telemetry
+from prometheus_client import CollectorRegistry
+
+from leasehold import metrics, telemetry
 from leasehold.admin.v1 import admin_pb2, admin_pb2_grpc
 from leasehold.etcd.client import EtcdClient
 from leasehold.etcd.keys import Keyspace
@@ -37,9 +41,13 @@ class AdminApp:
         self.store = AdminStore(self.etcd, self.keyspace)
         self.domain: AdminDomain = build_domain(self.store, config.limits, rng)
         self.servicer = AdminServicer(self.domain)
+        self.registry = CollectorRegistry()
+        self.request_metrics = metrics.RequestMetrics(self.registry, "admin")
 
     async def _start(self) -> None:
         await self.etcd.connect()
+        common = self.config.common
+        metrics.serve(self.registry, common.host, common.metrics_port)
         log.info(
             "admin service ready",
             extra={"cluster_id": self.keyspace.cluster_id, "etcd": list(self.etcd_endpoints)},
@@ -60,6 +68,7 @@ class AdminApp:
             ),
             on_start=self._start,
             on_stop=self._stop,
+            interceptors=[self.request_metrics],
         )
 
     def runner(self) -> ServiceRunner:

@@ -33,6 +33,7 @@ from services.admin.validate import (
     for_item,
     no_duplicates,
     require_live_topic,
+    validating,
 )
 
 
@@ -81,7 +82,10 @@ class Deletions:
             intents: dict[bytes, bytes] = {}
             changes: list[Change] = []
             for name in names:
-                with for_item(f"Topic '{name}'", len(names) > 1):
+                with (
+                    validating("DeleteTopics", topic=name),
+                    for_item(f"Topic '{name}'", len(names) > 1),
+                ):
                     topic = require_live_topic(snapshot, name)
                 ids[name] = topic.topic_id
                 key = self.ks.delete_topic(name)

@@ -33,6 +33,7 @@ from services.admin.validate import (
     no_duplicates,
     require_live_topic,
     require_partition,
+    validating,
 )
 
 _TYPES = {
@@ -82,10 +83,13 @@ class Elections:
             compares = [cmp_create_revision(key, "=", 0)]
             if names:
                 snapshot = await self.store.snapshot(Want(topic_names=names, deletions=True))
-                for topic_name, partition in partitions:
-                    with for_item(f"Partition {topic_name}-{partition}", len(partitions) > 1):
-                        topic = require_live_topic(snapshot, topic_name)
-                        require_partition(topic, partition)
+                with validating(
+                    "ElectLeaders", topic=",".join(names), partition_count=len(partitions)
+                ):
+                    for topic_name, partition in partitions:
+                        with for_item(f"Partition {topic_name}-{partition}", len(partitions) > 1):
+                            topic = require_live_topic(snapshot, topic_name)
+                            require_partition(topic, partition)
                 for name in names:
                     topic = snapshot.topics[name]
                     compares += [

@@ -49,6 +49,7 @@ from services.admin.validate import (
     require_live_topic,
     require_partition,
     require_topic,
+    validating,
 )
 
 _INVALID = common_pb2.ERROR_CODE_INVALID_REQUEST
@@ -243,11 +244,18 @@ class Reassignments:
                 )
             )
             topics: dict[str, TopicView] = {}
-            for r in requests:
-                with for_item(f"Partition {r.tp}", len(requests) > 1):
-                    topics[r.topic] = self._plan_entry(snapshot, r)
-            targets = {Tp(r.topic, r.partition): list(r.replicas) for r in requests if not r.cancel}
-            reassign_json.check_brokers_exist(targets, snapshot.brokers)
+            with validating(
+                "AlterPartitionReassignments",
+                topic=",".join(names),
+                partition_count=len(requests),
+            ):
+                for r in requests:
+                    with for_item(f"Partition {r.tp}", len(requests) > 1):
+                        topics[r.topic] = self._plan_entry(snapshot, r)
+                targets = {
+                    Tp(r.topic, r.partition): list(r.replicas) for r in requests if not r.cancel
+                }
+                reassign_json.check_brokers_exist(targets, snapshot.brokers)
             intents: dict[bytes, bytes] = {}
             changes = [
                 Change(

@@ -45,6 +45,7 @@ from services.admin.validate import (
     for_item,
     no_duplicates,
     require_topic,
+    validating,
 )
 
 _TIMED_OUT = common_pb2.ERROR_CODE_REQUEST_TIMED_OUT
@@ -137,9 +138,10 @@ class Topics:
             Want(brokers=True, topic_index=True, deletions=True, broker_configs=True)
         )
         plans: list[TopicResult] = []
-        for topic in topics:
-            with for_item(f"Topic '{topic.name}'", len(topics) > 1):
-                plans.append(self.plan_topic(topic, snapshot, [p.name for p in plans]))
+        with validating("CreateTopics", topic=",".join(t.name for t in topics)):
+            for topic in topics:
+                with for_item(f"Topic '{topic.name}'", len(topics) > 1):
+                    plans.append(self.plan_topic(topic, snapshot, [p.name for p in plans]))
         if validate_only:
             return plans
         trace = trace_context(call)
@@ -227,7 +229,10 @@ class Topics:
             plans: list[TopicResult] = []
             changes: list[Change] = []
             for request in requests:
-                with for_item(f"Topic '{request.name}'", len(requests) > 1):
+                with (
+                    validating("CreatePartitions", topic=request.name),
+                    for_item(f"Topic '{request.name}'", len(requests) > 1),
+                ):
                     topic = require_topic(snapshot, request.name)
                     added = self.plan_growth(request, topic, snapshot)
                 full = {**topic.partitions, **{p: tuple(r) for p, r in added.items()}}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 
+from leasehold import telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, LeaseholdError, NotFoundError, PreconditionError
 from leasehold.validation import duplicates, topic_name_problem
@@ -19,6 +20,20 @@ from services.admin.snapshot import Snapshot, TopicView
 
 _UNKNOWN = common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 _DELETING = common_pb2.ERROR_CODE_TOPIC_DELETION_IN_PROGRESS
+
+
+@contextlib.contextmanager
+def validating(operation: str, **attrs: object) -> Iterator[None]:
+    """An ``admin.validate`` span around a request's checks, recording the refusal if any."""
+    with telemetry.span("admin.validate", operation=operation, **attrs) as span:
+        try:
+            yield
+        except LeaseholdError as e:
+            span.set_attributes(
+                telemetry.attrs(outcome="refused", error=common_pb2.ErrorCode.Name(e.code))
+            )
+            raise
+        span.set_attributes(telemetry.attrs(outcome="ok"))
 
 
 @contextlib.contextmanager

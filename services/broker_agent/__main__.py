@@ -1,7 +1,8 @@
 """Entry point: ``python -m services.broker_agent`` / ``leasehold-broker-agent``.
 
 Parses flags and environment into a BrokerConfig, serves BrokerService and BrokerControlService
-until SIGTERM, then shuts down in a controlled way (see ``app``).
+until SIGTERM, then shuts down in a controlled way (see ``app``). Tracing is set up from the
+``OTEL_*`` environment before anything else and flushed at exit.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from leasehold import telemetry
 from leasehold.logs import configure
+from leasehold.metrics import RequestMetrics
 from leasehold.server import Service, ServiceRunner, run_until_signalled
 from services.broker_agent.app import SERVICE_NAMES, BrokerAgent
 from services.broker_agent.config import BrokerConfig, config_from_args
@@ -30,7 +33,11 @@ async def serve(config: BrokerConfig) -> None:
     runner = ServiceRunner(
         config.common,
         Service(
-            names=SERVICE_NAMES, register=agent.register, on_start=on_start, on_stop=agent.stop
+            names=SERVICE_NAMES,
+            register=agent.register,
+            on_start=on_start,
+            on_stop=agent.stop,
+            interceptors=[RequestMetrics(agent.metrics.registry, "broker")],
         ),
     )
     try:
@@ -43,12 +50,15 @@ async def serve(config: BrokerConfig) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     config = config_from_args(argv)
     configure("broker-agent", config.common.log_level)
+    telemetry.setup_tracing("leasehold-broker-agent")
     try:
         asyncio.run(serve(config))
     except BrokerIdInUseError as exc:
         log.error(str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        telemetry.shutdown()
     return 0
 
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
+from leasehold import metrics as metrics_server
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.etcd import EtcdClient, Keyspace
 from services.broker_agent.config import BrokerConfig
@@ -30,6 +31,7 @@ from services.broker_agent.isr_manager import AlterPartitionManager
 from services.broker_agent.leader_endpoint import LeaderEndpoint
 from services.broker_agent.log import LogConfig, LogManager
 from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.metrics import BrokerMetrics
 from services.broker_agent.model import Endpoint, TopicPartition
 from services.broker_agent.produce import ProduceHandler
 from services.broker_agent.registration import Registration
@@ -85,6 +87,8 @@ class BrokerAgent:
             self.replicas.partition,
             config.controller_retry_backoff_ms,
         )
+        self.metrics = BrokerMetrics()
+        self.isr.on_isr_change = self.metrics.on_isr_change
         self.replicas.fetchers = FetcherManager(config.num_replica_fetchers, self._new_fetcher)
         self.replicas.submit_isr_change = self.isr.submit
         self.produce = ProduceHandler(self.replicas)
@@ -171,6 +175,15 @@ class BrokerAgent:
         self._every(c.high_watermark_checkpoint_interval_ms, self._checkpoint, "hw-checkpoint")
         self._every(c.log_retention_check_interval_ms, self._retention, "retention")
         self._every(max(c.replica_lag_time_max_ms // 2, 100), self._isr_check, "isr-shrink")
+        if metrics_server.serve(self.metrics.registry, c.common.host, c.common.metrics_port):
+            self._spawn(
+                self.metrics.run(
+                    lambda: self.replicas.partitions.values(),
+                    lambda topic: self.replicas.settings(topic).min_insync_replicas,
+                    lambda: self.replicas.fetchers,
+                ),
+                "metrics",
+            )
 
     def _on_epoch(self, epoch: int) -> None:
         self.replicas.broker_epoch = epoch

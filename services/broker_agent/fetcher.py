@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
+from leasehold import telemetry
 from services.broker_agent.fetch_state import (
     EpochEndOffset,
     ErrorAction,
@@ -113,7 +114,8 @@ class ReplicaFetcher:
 
     def start(self) -> None:
         name = f"fetcher-{self.leader.broker_id}-{self.fetcher_id}"
-        self._task = asyncio.create_task(self._run(), name=name)
+        with telemetry.untraced():  # not under the LeaderAndIsr call that started it
+            self._task = asyncio.create_task(self._run(), name=name)
 
     async def shutdown(self) -> None:
         if self._task is not None:
@@ -220,11 +222,13 @@ class ReplicaFetcher:
         offset: int,
         completed: bool,
     ) -> None:
-        try:
-            log_.truncate_to(offset)
-        except KafkaStorageError as exc:
-            self._mark_failed(tp, f"storage error while truncating: {exc}")
-            return
+        cuts = log_.log_end_offset > offset
+        with _truncate_span(tp, state.current_leader_epoch, self.leader.broker_id, offset, cuts):
+            try:
+                log_.truncate_to(offset)
+            except KafkaStorageError as exc:
+                self._mark_failed(tp, f"storage error while truncating: {exc}")
+                return
         if log_.log_end_offset < offset:
             offset = log_.log_end_offset  # nothing to cut, fetch from where the log ends
         log.info("%s: truncated to %d (%s)", tp, offset, "done" if completed else "continuing")
@@ -254,14 +258,21 @@ class ReplicaFetcher:
         decision = resolve_out_of_range(
             replica_leo=log_.log_end_offset, leader_leo=leader_leo, leader_log_start=leader_start
         )
-        try:
-            if decision.truncate_to is not None:
-                log_.truncate_to(decision.truncate_to)
-            if decision.truncate_fully_at is not None:
-                log_.truncate_fully_and_start_at(decision.truncate_fully_at)
-        except KafkaStorageError as exc:
-            self._mark_failed(tp, f"storage error while resetting: {exc}")
-            return
+        offset = decision.truncate_fully_at
+        if offset is None:
+            offset = decision.truncate_to
+        cuts = offset is not None and (
+            decision.truncate_fully_at is not None or log_.log_end_offset > offset
+        )
+        with _truncate_span(tp, epoch, self.leader.broker_id, offset, cuts):
+            try:
+                if decision.truncate_to is not None:
+                    log_.truncate_to(decision.truncate_to)
+                if decision.truncate_fully_at is not None:
+                    log_.truncate_fully_and_start_at(decision.truncate_fully_at)
+            except KafkaStorageError as exc:
+                self._mark_failed(tp, f"storage error while resetting: {exc}")
+                return
         # Truncation removes whole batches, so the log may now end a little earlier.
         fetch_offset = min(decision.fetch_offset, log_.log_end_offset)
         log.warning("%s: reset fetch offset to %d", tp, fetch_offset)
@@ -398,3 +409,20 @@ class ReplicaFetcher:
         if info.valid_bytes and self._quota is not None and self._is_throttled(tp):
             self._quota.record(info.valid_bytes)
         return log_ if info.valid_bytes else None
+
+
+def _truncate_span(
+    tp: TopicPartition, leader_epoch: int, leader: int, offset: int | None, cuts: bool
+) -> contextlib.AbstractContextManager:
+    """A ``broker.truncate`` span when the follower log really loses records, else nothing
+    (every new follower passes the truncation phase; most cut nothing)."""
+    if not cuts:
+        return contextlib.nullcontext()
+    return telemetry.span(
+        "broker.truncate",
+        topic=tp.topic,
+        partition=tp.partition,
+        leader_epoch=leader_epoch,
+        broker_id=leader,
+        truncate_offset=offset,
+    )

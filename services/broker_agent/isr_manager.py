@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
+from leasehold import telemetry
 from leasehold.controller.v1 import controller_pb2
 from services.broker_agent.controller_client import (
     ControllerClient,
@@ -25,6 +26,7 @@ from services.broker_agent.partition import IsrProposal, Partition
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_S = 15.0
+IsrChangeHook = Callable[[tuple[int, ...], tuple[int, ...]], None]
 
 
 def build_request(
@@ -71,6 +73,8 @@ class AlterPartitionManager:
         self._queue: dict[TopicPartition, IsrProposal] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        # Called with (old ISR, new ISR) for every change the controller committed (metrics).
+        self.on_isr_change: IsrChangeHook = lambda _old, _new: None
 
     def submit(self, proposal: IsrProposal | None) -> None:
         if proposal is None:
@@ -125,13 +129,27 @@ class AlterPartitionManager:
 
     async def _send(self, batch: list[IsrProposal]) -> None:
         request = build_request(self._broker_id, self._broker_epoch(), batch)
+        with telemetry.span(
+            "broker.alter_partition",
+            broker_id=self._broker_id,
+            broker_epoch=request.broker_epoch,
+            topic=",".join(sorted({p.tp.topic for p in batch})),
+            partition_count=len(batch),
+        ) as span:
+            outcome = await self._send_request(batch, request)
+            span.set_attributes(telemetry.attrs(outcome=outcome))
+
+    async def _send_request(
+        self, batch: list[IsrProposal], request: controller_pb2.AlterPartitionRequest
+    ) -> str:
+        """Send, apply the answers; returns how it went (for the span)."""
         try:
             response = await self._controller.alter_partition(request, REQUEST_TIMEOUT_S)
         except ControllerUnavailableError as exc:
             log.warning("AlterPartition not sent: %s", exc)
             self._requeue(batch)
             await asyncio.sleep(self._backoff)
-            return
+            return "controller_unavailable"
         by_tp = {p.tp: p for p in batch}
         if response.error_code != Code.NONE:
             code = _code(response.error_code)
@@ -140,7 +158,7 @@ class AlterPartitionManager:
                 self._complete(p, code)
             if code != Code.STALE_BROKER_EPOCH:
                 await asyncio.sleep(self._backoff)
-            return
+            return code.name
         answered: set[TopicPartition] = set()
         for topic in response.topics:
             for part in topic.partitions:
@@ -159,6 +177,7 @@ class AlterPartitionManager:
         missing = [p for p in batch if p.tp not in answered]
         if missing:
             self._requeue(missing)
+        return "answered"
 
     def _complete(
         self,
@@ -172,6 +191,7 @@ class AlterPartitionManager:
         partition = self._lookup(proposal.tp)
         if partition is None:
             return
+        before = partition.isr
         changed = partition.complete_isr_change(
             proposal,
             error=code,
@@ -180,6 +200,7 @@ class AlterPartitionManager:
             partition_epoch=partition_epoch,
         )
         if changed:
+            self.on_isr_change(tuple(before), tuple(partition.isr))
             log.info(
                 "%s: ISR is now %s (partition epoch %d)",
                 proposal.tp,

@@ -7,6 +7,8 @@ fetchers, take the new epoch, wake delayed requests, and — unless shutting dow
 from the new leader at the local high watermark; the fetcher truncates first). StopReplica stops
 fetching and optionally deletes the replica's files; UpdateMetadata refreshes the metadata cache.
 Control requests are serialised by one lock, as Kafka's ``replicaStateChangeLock`` does.
+The become-leader and become-follower batches are traced (``broker.become_leader`` /
+``broker.become_follower``) under the controller's LeaderAndIsr call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
+from leasehold import telemetry
 from services.broker_agent.control import (
     Hosted,
     Transition,
@@ -170,8 +173,12 @@ class ReplicaManager:
                         to_lead.append(state)
                 else:
                     to_follow.append(state)
-            self._make_leaders(to_lead, errors)
-            await self._make_followers(to_follow, request.live_leaders, errors)
+            if to_lead:
+                with _role_span("broker.become_leader", self.broker_id, request, to_lead):
+                    self._make_leaders(to_lead, errors)
+            if to_follow:
+                with _role_span("broker.become_follower", self.broker_id, request, to_follow):
+                    await self._make_followers(to_follow, request.live_leaders, errors)
             if self.fetchers is not None:
                 await self.fetchers.shutdown_idle_fetchers()
             return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
@@ -337,3 +344,16 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.signal.notify()
         self.log_manager.close()
+
+
+def _role_span(name: str, broker_id: int, request: LeaderAndIsr, states: list):
+    """A span for one become-leader or become-follower batch of a LeaderAndIsr request."""
+    epochs = {s.leader_epoch for s in states}
+    return telemetry.span(
+        name,
+        broker_id=broker_id,
+        controller_epoch=request.controller_epoch,
+        topic=",".join(sorted({s.tp.topic for s in states})),
+        partition_count=len(states),
+        leader_epoch=epochs.pop() if len(epochs) == 1 else None,
+    )

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from leasehold import logs, telemetry
-from leasehold.server import ServiceRunner, run_until_signalled
+from leasehold.server import run_until_signalled
 from services.controller.app import ControllerApp
 from services.controller.config import parse_args
 
@@ -16,9 +16,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logs.configure("controller", config.common.log_level)
     telemetry.setup_tracing("leasehold-controller")
     app = ControllerApp(config)
-    holder: list[ServiceRunner] = []
-    runner = ServiceRunner(config.common, app.service(lambda: holder[0].port))
-    holder.append(runner)
+    runner = app.runner()
     try:
         asyncio.run(run_until_signalled(runner))
     finally:

@@ -3,6 +3,10 @@
 ``ControllerApp`` is what ``__main__`` runs and what tests start in-process. Every controller
 process watches the whole cluster prefix from the start (hot standby) and campaigns; the event
 loop is the only place controller state changes.
+
+Health: ``""`` is SERVING while the process runs (liveness); the controller service's own name is
+SERVING only while this controller is the active one (readiness: a Kubernetes Service in front of
+the controllers reaches only the active one). ``on_role_change`` is how the app reports that.
 """
 
 from __future__ import annotations
@@ -11,18 +15,17 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from google.protobuf.message import Message
 
 from leasehold import metrics as metrics_server
-from leasehold import telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
 from leasehold.etcd.client import EtcdClient
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
-from leasehold.server import Service
+from leasehold.server import Service, ServiceRunner
 from services.controller.channels import (
     LEADER_AND_ISR,
     STOP_REPLICA,
@@ -64,14 +67,21 @@ class ControllerApp:
         )
         self.controller.put = self.events.put
         self.metrics = ControllerMetrics()
+        self.metrics.attach(self.controller, self.events)
         self.servicer = ControllerServicer(self.controller, self.events)
         self.election: ElectionRunner | None = None
         self.port = 0
         self._watch_task: asyncio.Task | None = None
+        self._metrics_task: asyncio.Task | None = None
+        # Awaited with True when this controller becomes active, False when it stops being so.
+        self.on_role_change: Callable[[bool], Awaitable[None]] | None = None
+        self._reported_active = False
 
     # ---- gRPC service --------------------------------------------------------------------------
     def service(self, port_of: Callable[[], int]) -> Service:
-        """The Service for ``ServiceRunner``; ``port_of()`` gives the bound port at start."""
+        """The Service for ``ServiceRunner``; ``port_of()`` gives the bound port at start.
+
+        The controller service's health is self-reported (see ``on_role_change``)."""
 
         async def on_start() -> None:
             await self.start(port_of())
@@ -83,8 +93,19 @@ class ControllerApp:
             ),
             on_start=on_start,
             on_stop=self.stop,
-            interceptors=telemetry.server_interceptors(),
+            interceptors=[metrics_server.RequestMetrics(self.metrics.registry, "controller")],
+            self_reported=[SERVICE_NAME],
         )
+
+    def runner(self) -> ServiceRunner:
+        """The gRPC server for this app, its controller-service health following the role."""
+        runner = ServiceRunner(self.config.common, self.service(lambda: runner.port))
+
+        async def report_role(active: bool) -> None:
+            await runner.set_serving(active, names=[SERVICE_NAME])
+
+        self.on_role_change = report_role
+        return runner
 
     # ---- lifecycle -----------------------------------------------------------------------------
     async def start(self, port: int) -> None:
@@ -108,10 +129,14 @@ class ControllerApp:
             self.events,
         )
         self.election.start()
-        metrics_server.serve(self.metrics.registry, common.host, common.metrics_port)
+        if metrics_server.serve(self.metrics.registry, common.host, common.metrics_port):
+            self._metrics_task = asyncio.create_task(
+                self.metrics.run(self.controller, self.events), name="controller-metrics"
+            )
         log.info(
-            "controller %d started on port %d (cluster %s)",
+            "controller %d (id from %s) started on port %d (cluster %s)",
             self.config.controller_id,
+            self.config.controller_id_source,
             port,
             self.config.cluster_id,
         )
@@ -120,10 +145,11 @@ class ControllerApp:
         """Resign (the standby takes over at once), then stop everything we started."""
         if self.election is not None:
             await self.election.stop()
-        if self._watch_task is not None:
-            self._watch_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._watch_task
+        for task in (self._watch_task, self._metrics_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         await self.events.stop()
         for event in self.events.drain():
             _answer_not_controller(event)
@@ -132,8 +158,14 @@ class ControllerApp:
         self.statelog.close()
 
     async def _handle(self, event: ControllerEvent) -> None:
-        await self.controller.handle(event)
-        self.metrics.observe(self.controller, self.events)
+        try:
+            await self.controller.handle(event)
+        finally:
+            # Every activation and resignation happens in an event: report it once it is done.
+            active = self.controller.active
+            if active != self._reported_active and self.on_role_change is not None:
+                self._reported_active = active
+                await self.on_role_change(active)
 
     # ---- broker channels -----------------------------------------------------------------------
     def _new_channels(self) -> ControllerChannelManager:

@@ -5,6 +5,10 @@ back-off until it gets an answer or the broker leaves (``remove_broker`` cancels
 Kafka's RequestSendThread does. A request batch becomes, per broker, LeaderAndIsr then
 UpdateMetadata then StopReplica, queued together. Answers go to ``on_response`` on the sender
 task; the callback must only log or put an event on the controller's event loop.
+
+Each queued batch remembers the trace context it was queued in (the controller event, itself
+possibly continuing an admin call's trace) and is sent under one ``controller.broker_requests``
+span, so the gRPC client spans, and the broker's server spans, join that trace.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 
 import grpc
 from google.protobuf.message import Message
+from opentelemetry.context import Context
 
 from leasehold import channels, telemetry
 from leasehold.broker.v1 import control_pb2_grpc
@@ -43,6 +48,14 @@ class ChannelSettings:
     backoff_max_s: float = 2.0
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """Requests for one broker from one controller batch, sent in order under one span."""
+
+    requests: tuple[tuple[str, Message], ...]
+    parent: Context | None = None
+
+
 @dataclass
 class _Broker:
     info: BrokerInfo
@@ -53,13 +66,8 @@ class _Broker:
 
 
 def _open_channel(target: str, tls: TlsConfig | None) -> grpc.aio.Channel:
-    if tls is not None and tls.ca:
-        return channels.channel(target, tls)
-    return grpc.aio.insecure_channel(
-        target,
-        options=list(channels.CHANNEL_OPTIONS),
-        interceptors=telemetry.client_interceptors(),
-    )
+    """TLS (presenting our certificate) when a CA is configured; tracing interceptors always."""
+    return channels.channel(target, tls if tls is not None and tls.ca else None)
 
 
 class ControllerChannelManager:
@@ -79,7 +87,8 @@ class ControllerChannelManager:
         self.remove_broker(info.id)
         channel = _open_channel(f"{info.host}:{info.port}", self.settings.tls)
         broker = _Broker(info, channel, control_pb2_grpc.BrokerControlServiceStub(channel))
-        broker.task = asyncio.create_task(self._sender(broker), name=f"to-broker-{info.id}")
+        with telemetry.untraced():  # each batch is sent under the context it was queued in
+            broker.task = asyncio.create_task(self._sender(broker), name=f"to-broker-{info.id}")
         self._brokers[info.id] = broker
 
     def remove_broker(self, broker_id: int) -> None:
@@ -103,44 +112,74 @@ class ControllerChannelManager:
         """Queue one built request batch: per broker LeaderAndIsr, UpdateMetadata, StopReplica."""
         s = self.settings
         for broker_id, req in requests.items():
-            self.send(broker_id, LEADER_AND_ISR, wire.leader_and_isr(req))
-            self.send(
+            self._queue(
                 broker_id,
-                UPDATE_METADATA,
-                wire.update_metadata(req, s.controller_host, s.controller_port),
+                (
+                    (LEADER_AND_ISR, wire.leader_and_isr(req)),
+                    (
+                        UPDATE_METADATA,
+                        wire.update_metadata(req, s.controller_host, s.controller_port),
+                    ),
+                    (STOP_REPLICA, wire.stop_replica(req)),
+                ),
             )
-            self.send(broker_id, STOP_REPLICA, wire.stop_replica(req))
 
     def send(self, broker_id: int, kind: str, request: Message | None) -> bool:
-        if request is None:
+        return self._queue(broker_id, ((kind, request),))
+
+    def _queue(self, broker_id: int, requests: tuple[tuple[str, Message | None], ...]) -> bool:
+        present = tuple((k, r) for k, r in requests if r is not None)
+        if not present:
             return False
         broker = self._brokers.get(broker_id)
         if broker is None:
-            log.debug("no channel to broker %d; dropping %s", broker_id, kind)
+            log.debug("no channel to broker %d; dropping %s", broker_id, [k for k, _ in present])
             return False
-        broker.queue.put_nowait((kind, request))
+        broker.queue.put_nowait(_Batch(present, telemetry.current_context()))
         return True
 
     def queued(self, broker_id: int) -> int:
+        """Request batches waiting for the broker's sender (not counting the one in flight)."""
         broker = self._brokers.get(broker_id)
         return broker.queue.qsize() if broker is not None else 0
 
     async def _sender(self, broker: _Broker) -> None:
         while True:
-            kind, request = await broker.queue.get()
-            response = await self._send_until_answered(broker, kind, request)
-            self.sent[kind] = self.sent.get(kind, 0) + 1
-            try:
-                self.on_response(broker.info.id, kind, request, response)
-            except Exception:
-                log.exception("error in %s response callback for broker %d", kind, broker.info.id)
+            batch: _Batch = await broker.queue.get()
+            first = batch.requests[0][1]
+            with telemetry.span(
+                "controller.broker_requests",
+                parent=batch.parent,
+                broker_id=broker.info.id,
+                broker_epoch=getattr(first, "broker_epoch", None),
+                controller_epoch=getattr(first, "controller_epoch", None),
+                requests=",".join(k for k, _ in batch.requests),
+                partition_count=sum(_partitions(r) for _, r in batch.requests),
+            ) as span:
+                attempts = 0
+                for kind, request in batch.requests:
+                    response, tries = await self._send_until_answered(broker, kind, request)
+                    attempts += tries
+                    self.sent[kind] = self.sent.get(kind, 0) + 1
+                    try:
+                        self.on_response(broker.info.id, kind, request, response)
+                    except Exception:
+                        log.exception(
+                            "error in %s response callback for broker %d", kind, broker.info.id
+                        )
+                span.set_attributes(telemetry.attrs(attempts=attempts))
 
-    async def _send_until_answered(self, broker: _Broker, kind: str, request: Message) -> Message:
+    async def _send_until_answered(
+        self, broker: _Broker, kind: str, request: Message
+    ) -> tuple[Message, int]:
+        """The answer, and how many attempts it took."""
         method = getattr(broker.stub, kind)
         backoff = self.settings.backoff_s
+        attempts = 0
         while True:
+            attempts += 1
             try:
-                return await method(request, timeout=self.settings.request_timeout_s)
+                return await method(request, timeout=self.settings.request_timeout_s), attempts
             except grpc.aio.AioRpcError as e:
                 self.failures += 1
                 log.warning(
@@ -163,3 +202,9 @@ class ControllerChannelManager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await b.task
             await b.channel.close()
+
+
+def _partitions(request: Message) -> int:
+    """Partitions a control request names (LeaderAndIsr, StopReplica, UpdateMetadata)."""
+    states = getattr(request, "partition_states", None)
+    return len(states) if states is not None else 0

@@ -10,7 +10,10 @@ rebalance timing, which tests and ``make run`` want much shorter than Kafka's fi
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+import socket
+import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from leasehold.config import CommonConfig, add_common_arguments, common_from_args, env
@@ -34,10 +37,30 @@ class ControllerConfig:
     retry_backoff_max_s: float = 2.0
     # A failed replica deletion (StopReplica error from a live broker) is retried after this.
     deletion_retry_s: float = 2.0
+    # Where controller_id came from: "flag" or "hostname <name>" (logged at start).
+    controller_id_source: str = "flag"
 
     @property
     def cluster_id(self) -> str:
         return self.common.cluster_id
+
+
+def controller_id_from_hostname(hostname: str) -> int:
+    """A stable non-negative int32 for a host name (CRC-32 of its UTF-8 bytes, top bit cleared).
+
+    A Kubernetes Deployment gives its pods no ordinal, only a unique name (``$HOSTNAME``); the
+    id must stay the same for the life of the pod and differ between pods. Two names colliding
+    is about one in two billion per pair; the election would still keep one active controller.
+    """
+    return zlib.crc32(hostname.encode()) & 0x7FFFFFFF
+
+
+def _hostname(environ: Mapping[str, str]) -> str:
+    return environ.get("HOSTNAME") or socket.gethostname()
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_arguments(parser, DEFAULT_PORT)
     a = parser.add_argument
     a("--controller-id", type=int, default=int(env("CONTROLLER_ID", "1")))
+    a(
+        "--controller-id-from-hostname",
+        action=argparse.BooleanOptionalAction,
+        default=_truthy(env("CONTROLLER_ID_FROM_HOSTNAME", "false")),
+        help="derive the controller id from $HOSTNAME (crc32 & 0x7fffffff); overrides "
+        "--controller-id",
+    )
     a("--session-ttl", type=int, default=int(env("SESSION_TTL", "5")), help="lease TTL, seconds")
     a("--state-change-log", default=env("STATE_CHANGE_LOG", ""), help="JSON lines file")
     a(
@@ -67,8 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_args(argv: Sequence[str] | None = None) -> ControllerConfig:
+def parse_args(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ControllerConfig:
     ns = build_parser().parse_args(argv)
+    source = "flag"
+    if ns.controller_id_from_hostname:
+        hostname = _hostname(os.environ if environ is None else environ)
+        ns.controller_id = controller_id_from_hostname(hostname)
+        source = f"hostname {hostname}"
     if ns.controller_id < 0:
         raise SystemExit("--controller-id must be >= 0")
     if ns.session_ttl < 1:
@@ -82,4 +119,5 @@ def parse_args(argv: Sequence[str] | None = None) -> ControllerConfig:
         rebalance_initial_delay_s=ns.rebalance_initial_delay,
         request_timeout_s=ns.request_timeout,
         deletion_retry_s=ns.deletion_retry,
+        controller_id_source=source,
     )

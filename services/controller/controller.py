@@ -9,13 +9,19 @@ event's requests form one batch, sent per broker when the event is done (or earl
 needs an order, as failover does for UpdateMetadata).
 
 A ``FencedError`` anywhere means another controller has taken over: we resign at once.
+
+Each event is one ``controller.event`` span. On the active controller, an event that carries
+admin intents (or a new topic's assignment) continues the admin call's trace: the span is a child
+of the first intent's stored context and links to the others, and the broker requests flushed at
+the end of the event are sent under it, so brokers join the same trace.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from leasehold import telemetry
 from leasehold.etcd.client import EtcdError
@@ -32,7 +38,12 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.statelog import StateChangeLog, now_ms
-from services.controller.store import ControllerStore, NotElectedError, WriteConflictError
+from services.controller.store import (
+    ControllerStore,
+    NotElectedError,
+    PlanCommit,
+    WriteConflictError,
+)
 from services.controller.view import ClusterView, apply_warm
 
 log = logging.getLogger(__name__)
@@ -80,6 +91,8 @@ class Controller:
         self.pending_failover: tuple[int, float] | None = None  # (epoch revision, start time)
         self.election_generation = 0
         self.on_deposed: Callable[[], None] = lambda: None
+        # (partitions elected, of which unclean, milliseconds) per leader-electing batch.
+        self.on_leader_elections: Callable[[int, int, float], None] = lambda n, u, ms: None
         self.put: Callable[[ev.ControllerEvent], None] = lambda e: None
         self.flows = Flows(self)
 
@@ -90,9 +103,7 @@ class Controller:
         except IllegalStateError as e:  # a bug: a previous event queued requests it never sent
             log.error("%s; dropping them", e)
             self.batch.clear()
-        with telemetry.span(
-            "controller.event", event=event.name, controller_id=self.id, controller_epoch=self.epoch
-        ):
+        with self._event_span(event):
             try:
                 await self._dispatch(event)
                 self.flush()
@@ -107,6 +118,28 @@ class Controller:
                 log.error("etcd failed while handling %s (%s); resigning", event.name, e)
                 await self.deactivate(f"etcd error: {e}")
                 self.on_deposed()
+
+    def _event_span(self, event: ev.ControllerEvent) -> contextlib.AbstractContextManager:
+        """The event's span (none for the ``Synced`` marker that follows every watch batch)."""
+        if isinstance(event, ev.Synced) and self.pending_failover is None:
+            return contextlib.nullcontext()
+        carriers = self._intent_carriers(event) if self.active else []
+        parent, links = telemetry.parent_and_links(carriers)
+        return telemetry.span(
+            "controller.event",
+            parent=parent,
+            links=links,
+            event=event.name,
+            controller_id=self.id,
+            controller_epoch=self.epoch,
+            active=self.active,
+            intent_count=len(carriers) or None,
+        )
+
+    def _intent_carriers(self, event: ev.ControllerEvent) -> list[Mapping[str, str]]:
+        """Trace contexts of the admin requests an event brings: intents, and topic keys that
+        add partitions (not the controller's own reassignment rewrites of a topic key)."""
+        return [dict(tc.carrier) for tc in _trace_contexts(event, self.ctx) if tc.carrier]
 
     async def _dispatch(self, event: ev.ControllerEvent) -> None:
         f = self.flows
@@ -178,9 +211,7 @@ class Controller:
             ]
             for w in plan.writes
         }
-        with telemetry.span("controller.commit", write_count=len(plan.writes)) as span:
-            result = await self.store.commit_plan(plan, offline)
-            span.set_attribute("leasehold.txn_count", result.transactions)
+        result = await self._commit(plan, offline)
         applied = plan.drop_partitions(result.stale, "partition epoch changed in etcd")
         self.ctx.apply_plan(applied, result.epochs)
         self.statelog.write(applied.records)
@@ -193,6 +224,20 @@ class Controller:
             if retry is not None and attempts > 1:
                 await self.execute(retry(result.stale), retry=retry, attempts=attempts - 1)
         return applied
+
+    async def _commit(
+        self, plan: StateChangePlan, offline: Mapping[TopicPartition, list[int]]
+    ) -> PlanCommit:
+        if not plan.writes:
+            return PlanCommit()
+        with telemetry.span(
+            "controller.commit", write_count=len(plan.writes), controller_epoch=self.epoch
+        ) as span:
+            result = await self.store.commit_plan(plan, offline)
+            span.set_attributes(
+                telemetry.attrs(txn_count=result.transactions, stale_count=len(result.stale))
+            )
+        return result
 
     async def refresh_partitions(self, tps: Sequence[TopicPartition]) -> None:
         for tp, stored in (await self.store.read_partition_states(tps)).items():
@@ -237,3 +282,17 @@ class Controller:
                 self.view.update(event)
                 apply_warm(self.ctx, self.view, event)
         log.info("standby context rebuilt in %.1f ms", (time.monotonic() - started) * 1000)
+
+
+def _trace_contexts(event: ev.ControllerEvent, ctx: ControllerContext) -> Iterator:
+    if isinstance(event, ev.TopicChange):
+        for u in event.updates:
+            a = u.assignment
+            if a is not None and any(
+                ctx.assignment(TopicPartition(u.topic, p)) is None for p in a.partitions
+            ):
+                yield a.trace_context
+    elif isinstance(event, ev.TopicDeletion | ev.ReassignmentRequest | ev.ElectionRequest):
+        for u in event.updates:
+            if u.intent is not None:
+                yield u.intent.trace_context

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 
+from leasehold import telemetry
 from leasehold.etcd.client import EtcdClient, EtcdError
 from leasehold.etcd.election import Election, ElectionLost
 from leasehold.etcd.keys import Keyspace
@@ -82,6 +83,13 @@ class ElectionRunner:
             await self._pause(0.2)
 
     async def _campaign(self, election: Election) -> bool:
+        """Campaign until won, lost or stopped; one ``controller.campaign`` span for it all."""
+        with telemetry.span("controller.campaign", controller_id=self.controller.id) as span:
+            outcome = await self._campaign_once(election)
+            span.set_attributes(telemetry.attrs(outcome=outcome, terms=self.terms))
+        return outcome == "won"
+
+    async def _campaign_once(self, election: Election) -> str:
         campaign = asyncio.create_task(election.campaign(self.registration))
         stop = asyncio.create_task(self._stopping.wait())
         try:
@@ -92,13 +100,13 @@ class ElectionRunner:
             campaign.cancel()  # withdraws our candidate key
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await campaign
-            return False
+            return "stopped"
         try:
             campaign.result()
         except (ElectionLost, EtcdError) as e:
             log.warning("campaign ended without leadership: %s", e)
-            return False
-        return True
+            return "lost"
+        return "won"
 
     async def _lead(self, session: Session, election: Election) -> None:
         self.terms += 1

@@ -5,7 +5,9 @@ controller state is only ever touched by one event at a time and needs no locks.
 watch task, the election task, gRPC handlers, broker channels, timers) only ``put``.
 
 The loop keeps what the metrics need: the queue size and, per event, the time it waited in the
-queue and the time its handler took.
+queue and the time its handler took (also reported to ``observer``). An event put with a trace
+``parent`` (e.g. by a gRPC handler, under its server span) is handled with that context current,
+so the event's span continues the caller's trace.
 """
 
 from __future__ import annotations
@@ -16,11 +18,16 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from opentelemetry.context import Context
+
+from leasehold import telemetry
 from services.controller.events import ControllerEvent
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[ControllerEvent], Awaitable[None]]
+# (event name, milliseconds queued, milliseconds handling)
+Observer = Callable[[str, float, float], None]
 
 
 @dataclass
@@ -36,17 +43,20 @@ class EventStats:
 class EventLoop:
     def __init__(self, handler: Handler) -> None:
         self._handler = handler
-        self._queue: asyncio.Queue[tuple[float, ControllerEvent | None]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[float, ControllerEvent | None, Context | None]] = (
+            asyncio.Queue()
+        )
         self._task: asyncio.Task | None = None
         self.stats = EventStats()
         self.current: ControllerEvent | None = None
+        self.observer: Observer | None = None
 
     @property
     def queue_size(self) -> int:
         return self._queue.qsize()
 
-    def put(self, event: ControllerEvent) -> None:
-        self._queue.put_nowait((time.monotonic(), event))
+    def put(self, event: ControllerEvent, parent: Context | None = None) -> None:
+        self._queue.put_nowait((time.monotonic(), event, parent))
 
     def start(self) -> None:
         if self._task is None:
@@ -56,7 +66,7 @@ class EventLoop:
         """Finish the event being handled, then stop; later events are dropped."""
         if self._task is None:
             return
-        self._queue.put_nowait((time.monotonic(), None))
+        self._queue.put_nowait((time.monotonic(), None, None))
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout=10)
         except TimeoutError:
@@ -65,14 +75,15 @@ class EventLoop:
 
     async def _run(self) -> None:
         while True:
-            enqueued, event = await self._queue.get()
+            enqueued, event, parent = await self._queue.get()
             if event is None:
                 return
             started = time.monotonic()
             self.stats.last_queue_time_ms = (started - enqueued) * 1000
             self.current = event
             try:
-                await self._handler(event)
+                with telemetry.attached(parent):
+                    await self._handler(event)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -84,12 +95,16 @@ class EventLoop:
                 self.current = None
                 self.stats.last_handle_time_ms = (time.monotonic() - started) * 1000
                 self.stats.handled[event.name] = self.stats.handled.get(event.name, 0) + 1
+                if self.observer is not None:
+                    self.observer(
+                        event.name, self.stats.last_queue_time_ms, self.stats.last_handle_time_ms
+                    )
 
     def drain(self) -> list[ControllerEvent]:
         """Remove and return every queued event (used when stopping to fail waiting callers)."""
         out: list[ControllerEvent] = []
         while not self._queue.empty():
-            _, event = self._queue.get_nowait()
+            _, event, _ = self._queue.get_nowait()
             if event is not None:
                 out.append(event)
         return out

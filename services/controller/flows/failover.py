@@ -17,6 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from leasehold import telemetry
 from services.controller import statelog
 from services.controller.core import (
     LeaderSelector,
@@ -45,14 +46,17 @@ class Failover:
         if c.active or c.pending_failover is not None:
             return
         started = time.monotonic()
-        try:
-            epoch, revision = await c.store.bump_epoch(
-                event.election_key, event.election_revision, c.id
-            )
-        except NotElectedError as e:
-            log.warning("elected but could not bump the epoch: %s", e)
-            c.on_deposed()
-            return
+        with telemetry.span("controller.epoch_bump", controller_id=c.id) as span:
+            try:
+                epoch, revision = await c.store.bump_epoch(
+                    event.election_key, event.election_revision, c.id
+                )
+            except NotElectedError as e:
+                log.warning("elected but could not bump the epoch: %s", e)
+                span.set_attributes(telemetry.attrs(outcome="not_elected"))
+                c.on_deposed()
+                return
+            span.set_attributes(telemetry.attrs(controller_epoch=epoch, outcome="ok"))
         c.epoch, c.epoch_revision = epoch, revision
         c.statelog.controller(statelog.ELECTED, epoch)
         log.info("elected controller with epoch %d (revision %d)", epoch, revision)
@@ -61,6 +65,13 @@ class Failover:
             await self.failover()
 
     async def failover(self) -> None:
+        with telemetry.span(
+            "controller.failover", controller_id=self.c.id, controller_epoch=self.c.epoch
+        ) as span:
+            await self._failover()
+            span.set_attributes(telemetry.attrs(partition_count=len(self.c.ctx.all_partitions())))
+
+    async def _failover(self) -> None:
         c = self.c
         assert c.pending_failover is not None
         _, started = c.pending_failover
