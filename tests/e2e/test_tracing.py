@@ -75,6 +75,13 @@ def _complete_trace(receiver: OtlpReceiver):
         broker_calls = [s for s in trace if s.name == LEADER_AND_ISR and s.kind == SERVER]
         if len(broker_calls) < 2 or not any(s.service == CONTROLLER for s in trace):
             return None
+        # Services export in batches on their own schedules: wait until every broker span's
+        # parent chain (controller client span, then its request-batch span) has arrived too.
+        ids = {s.span_id: s for s in trace}
+        for served in broker_calls:
+            client = ids.get(served.parent_span_id)
+            if client is None or client.parent_span_id not in ids:
+                return None
         return call, trace
 
     return probe
