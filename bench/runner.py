@@ -40,6 +40,11 @@ class SuiteEntry:
 SUITES: tuple[SuiteEntry, ...] = (
     SuiteEntry("raw_etcd", "bench.raw_etcd"),
     SuiteEntry("raw_grpc", "bench.raw_grpc"),
+    SuiteEntry("controller_failover", "bench.controller_failover"),
+    SuiteEntry("controlled_shutdown", "bench.controlled_shutdown"),
+    SuiteEntry("broker_failure", "bench.broker_failure"),
+    SuiteEntry("topic_creation", "bench.topic_creation"),
+    SuiteEntry("produce", "bench.produce"),
     SuiteEntry("pipeline_plan", "bench.pipeline_plan", optional=True),
 )
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
+from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
 from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
 from services.broker_agent.metadata_cache import MetadataCache
@@ -24,8 +25,10 @@ from services.broker_agent.replica_manager import ReplicaManager
 def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
     seen: set[tuple[str, int]] = set()
     for topic, partition in pairs:
-        if not topic:
-            raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
+        problem = topic_name_problem(topic)
+        if problem is not None:
+            # Names reach file paths (<data-dir>/<topic>-<p>): refuse anything illegal up front.
+            raise InvalidRequestError(Code.INVALID_REQUEST, f"invalid topic {topic!r}: {problem}")
         if partition < 0:
             raise InvalidRequestError(
                 Code.INVALID_REQUEST, f"partition must be >= 0, got {topic}-{partition}"

@@ -69,7 +69,10 @@ class Session:
                     return
                 await call.write(rpc.LeaseKeepAliveRequest(ID=self.lease_id))
                 remaining = self._deadline - sent_at
-                resp = await asyncio.wait_for(call.read(), timeout=max(remaining, 0.05))
+                # asyncio.timeout, not wait_for: in 3.11 wait_for can swallow a cancellation that
+                # lands as the read completes, leaving close() waiting on a task that never ends.
+                async with asyncio.timeout(max(remaining, 0.05)):
+                    resp = await call.read()
                 if resp is None or resp.TTL <= 0:
                     self._lost("lease expired or revoked")
                     return
@@ -81,12 +84,14 @@ class Session:
 
     async def close(self, *, revoke: bool = True) -> None:
         """Stop keeping the lease alive and (by default) revoke it so its keys go at once."""
+        lost = self.done.is_set()
+        self.done.set()  # the keep-alive loop stops at its next check even if a cancel is lost
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
+                await asyncio.wait({self._task}, timeout=2.0)
             self._task = None
-        if revoke and self.lease_id and not self.done.is_set():
-            with contextlib.suppress(EtcdError):
-                await self.client.lease_revoke(self.lease_id)
-        self.done.set()
+        if revoke and self.lease_id and not lost:
+            with contextlib.suppress(EtcdError, TimeoutError):
+                async with asyncio.timeout(self.client.timeout):
+                    await self.client.lease_revoke(self.lease_id)

@@ -1,0 +1,314 @@
+"""Watching a running cluster from outside: when did something happen, as seen by whom.
+
+The scenario benchmarks time real processes, so every instant they report is an observation
+with a named witness: an etcd watch event (a lease's key deleted, an epoch bumped, a partition
+state written), a broker's own Metadata answer (what it has applied from UpdateMetadata), or a
+record in the controller's state-change log. Instants are wall-clock seconds (``time.time()``)
+so they compare with the state-change log's ``ts_ms``; all processes share this machine's clock.
+
+- :func:`watch_until`: the first watch event (from a given revision, so nothing is missed
+  between arming the watch and the action) for which a predicate holds.
+- :func:`poll_brokers`: for each broker, the first Metadata answer that satisfies a predicate.
+- :func:`wait_quiet`: processes idle (CPU time from ``/proc``), so a measurement does not start
+  while brokers are still creating logs or a standby is still loading.
+- :func:`state_change_records`, :func:`active_controller`, :func:`broker_epoch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc
+from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.client import WatchEvent
+from leasehold.etcd.election import leader_of
+from leasehold.metadata.v1 import metadata_pb2
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+async def watch_until(
+    client: EtcdClient,
+    key: bytes,
+    *,
+    start_revision: int,
+    done: Callable[[WatchEvent], bool],
+    prefix: bool = False,
+) -> float:
+    """Wall time at which the first event with ``done(event)`` reached us."""
+    async for batch in client.watch(key, prefix=prefix, start_revision=start_revision):
+        seen = time.time()
+        if any(done(ev) for ev in batch.events):
+            return seen
+    raise RuntimeError(f"watch on {key!r} ended")
+
+
+async def poll_brokers(
+    addresses: dict[int, str],
+    ready: Callable[[broker_pb2.MetadataResponse], bool],
+    *,
+    request: broker_pb2.MetadataRequest | None = None,
+    interval: float = 0.002,
+    timeout: float = 60.0,
+) -> dict[int, float]:
+    """Per broker, the wall time of its first Metadata answer for which ``ready`` holds.
+
+    Each broker is polled back to back (``interval`` apart) on its own channel; an answer is
+    stamped when it arrives, so a figure is late by at most one call plus ``interval``.
+    """
+    request = request or broker_pb2.MetadataRequest()
+
+    async def one(address: str) -> float:
+        deadline = time.monotonic() + timeout
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"broker at {address} not ready after {timeout:g}s")
+                try:
+                    answer = await stub.Metadata(request, timeout=min(left, 10.0))
+                except grpc.aio.AioRpcError:
+                    answer = None
+                if answer is not None and ready(answer):
+                    return time.time()
+                await asyncio.sleep(interval)
+
+    ids = sorted(addresses)
+    times = await asyncio.gather(*(one(addresses[b]) for b in ids))
+    return dict(zip(ids, times, strict=True))
+
+
+async def watch_states(
+    client: EtcdClient,
+    keyspace: Keyspace,
+    *,
+    start_revision: int,
+    target: int,
+    ok: Callable[[metadata_pb2.PartitionState], bool],
+    good: set[bytes] | None = None,
+    topics: Collection[str] | None = None,
+) -> float:
+    """Wall time at which ``target`` partition states (of ``topics``, or all) satisfy ``ok``.
+
+    ``good`` holds the state keys that already do at ``start_revision - 1``; each later write
+    moves its key in or out, a deletion takes it out.
+    """
+    good = set(good or ())
+    if len(good) >= target:
+        return time.time()
+    async for batch in client.watch(
+        keyspace.topics_prefix, prefix=True, start_revision=start_revision
+    ):
+        seen = time.time()
+        for ev in batch.events:
+            key = ev.kv.key
+            if not key.endswith(b"/state"):
+                continue
+            if topics is not None and _topic_of(keyspace, key) not in topics:
+                continue
+            if not ev.deleted and ok(metadata_pb2.PartitionState.FromString(ev.kv.value)):
+                good.add(key)
+            else:
+                good.discard(key)
+        if len(good) >= target:
+            return seen
+    raise RuntimeError("partition-state watch ended")
+
+
+def _topic_of(keyspace: Keyspace, key: bytes) -> str | None:
+    parsed = keyspace.parse_topic_key(key)
+    return parsed[0] if parsed else None
+
+
+async def partition_states(
+    client: EtcdClient, keyspace: Keyspace
+) -> tuple[dict[bytes, metadata_pb2.PartitionState], int]:
+    """Every partition state now, by key, and the revision read at."""
+    kvs, revision = await client.range_prefix(keyspace.topics_prefix)
+    states = {
+        kv.key: metadata_pb2.PartitionState.FromString(kv.value)
+        for kv in kvs
+        if kv.key.endswith(b"/state")
+    }
+    return states, revision
+
+
+# --- processes ------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used (0 once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+async def responsive(addresses: Mapping[int, str], within: float) -> bool:
+    """Whether every broker answers an empty Metadata call within ``within`` seconds (a broker
+    whose event loop is busy applying a large LeaderAndIsr does not)."""
+
+    async def one(address: str) -> bool:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            await asyncio.wait_for(channel.channel_ready(), timeout=5)
+            try:
+                await stub.Metadata(broker_pb2.MetadataRequest(), timeout=within)
+            except grpc.aio.AioRpcError:
+                return False
+            return True
+
+    return all(await asyncio.gather(*(one(a) for a in addresses.values())))
+
+
+@dataclass(frozen=True)
+class Steady:
+    """How long settling took and each process's share of a core in the last window."""
+
+    seconds: float
+    shares: dict[str, float]
+
+    def describe(self, prefix: str) -> str:
+        """E.g. "broker-1 38%, broker-2 41%" for the processes whose name starts with prefix."""
+        picked = sorted((n, s) for n, s in self.shares.items() if n.startswith(prefix))
+        return ", ".join(f"{n} {s:.0%}" for n, s in picked)
+
+
+async def wait_steady(
+    pids: Mapping[str, int],
+    *,
+    idle: Collection[str],
+    brokers: Mapping[int, str],
+    window: float = 2.0,
+    passes: int = 3,
+    tolerance: float = 0.1,
+    broker_tolerance: float = 0.1,
+    answer_within: float = 0.25,
+    timeout: float = 300.0,
+) -> Steady:
+    """Wait until the cluster has settled: ``passes`` windows in a row in which the ``idle``
+    processes used under ``tolerance`` of a core, every other process's share moved by less
+    than ``broker_tolerance`` from the window before, and every broker answered an empty
+    Metadata call within ``answer_within`` seconds.
+
+    Brokers are not required to be idle: follower fetching costs CPU even with no traffic
+    (each fetch carries every followed partition), so their steady share is reported instead;
+    a broker still applying a large LeaderAndIsr fails the Metadata check.
+    """
+    started = time.monotonic()
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    last: dict[str, float] = {}
+    good = 0
+    while True:
+        await asyncio.sleep(window)
+        now = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        shares = {name: (now[name] - before[name]) / window for name in pids}
+        calm = all(shares[n] < tolerance for n in idle if n in shares) and all(
+            abs(shares[n] - last.get(n, -1.0)) < broker_tolerance for n in shares if n not in idle
+        )
+        good = good + 1 if calm and await responsive(brokers, within=answer_within) else 0
+        if good >= passes:
+            return Steady(time.monotonic() - started, shares)
+        if time.monotonic() - started > timeout:
+            busy = ", ".join(f"{n} {s:.0%}" for n, s in sorted(shares.items()))
+            raise TimeoutError(f"cluster not steady after {timeout:g}s (share of a core): {busy}")
+        before, last = now, shares
+
+
+async def metadata_latency(addresses: Mapping[int, str], samples: int = 5) -> float:
+    """Median seconds an empty Metadata call takes on the slowest broker (how busy brokers
+    are: every figure observed through a broker's answers includes this)."""
+    worst = 0.0
+    for address in addresses.values():
+        times = []
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            for _ in range(samples):
+                started = time.monotonic()
+                await stub.Metadata(broker_pb2.MetadataRequest(), timeout=60)
+                times.append(time.monotonic() - started)
+        worst = max(worst, sorted(times)[len(times) // 2])
+    return worst
+
+
+# --- etcd and logs --------------------------------------------------------------------------------
+
+
+async def active_controller(client: EtcdClient, keyspace: Keyspace) -> tuple[int, bytes]:
+    """(controller id, election key) of the active controller."""
+    kv = await leader_of(client, keyspace.controller_election_prefix)
+    if kv is None:
+        raise RuntimeError("no active controller")
+    return metadata_pb2.ControllerRegistration.FromString(kv.value).controller_id, kv.key
+
+
+async def controller_epoch(client: EtcdClient, keyspace: Keyspace) -> tuple[int, int]:
+    """(controller epoch, current etcd revision)."""
+    kv, revision = await client.get_with_revision(keyspace.controller_epoch)
+    epoch = metadata_pb2.ControllerEpoch.FromString(kv.value).epoch if kv else 0
+    return epoch, revision
+
+
+async def broker_epoch(client: EtcdClient, keyspace: Keyspace, broker_id: int) -> int:
+    """The broker's epoch (KIP-380): its registration key's create revision."""
+    kv = await client.get(keyspace.broker(broker_id))
+    if kv is None:
+        raise RuntimeError(f"broker {broker_id} is not registered")
+    return kv.create_revision
+
+
+def log_size(path: Path) -> int:
+    """Bytes in a log file now (0 if absent): where to start reading what comes next."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def state_change_records(path: Path, since: int = 0, **match: Any) -> list[dict[str, Any]]:
+    """Records of a state-change log written after byte ``since`` whose fields equal ``match``.
+
+    Reading from an offset matters: at 100,000 partitions the file holds millions of records.
+    """
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        f.seek(since)
+        data = f.read().decode(errors="replace")
+    out = []
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line being written
+            continue
+        if all(record.get(k) == v for k, v in match.items()):
+            out.append(record)
+    return out
+
+
+async def wait_record(
+    path: Path, *, since: int = 0, timeout: float = 30.0, **match: Any
+) -> dict[str, Any]:
+    """The first matching state-change record after byte ``since``, waiting for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = state_change_records(path, since, **match)
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no state-change record {match} in {path} after {timeout:g}s")
+        await asyncio.sleep(0.2)

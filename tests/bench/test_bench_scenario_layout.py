@@ -1,0 +1,69 @@
+"""The scenario benchmarks' pure pieces: how partitions are laid out and how runs are sized."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bench.scenario import TMPFS, Layout, Sizing
+
+
+@pytest.mark.parametrize(
+    ("layout", "expected"),
+    [
+        (
+            Layout(5, 2, brokers=(1, 2, 3)),
+            {
+                "bench-0": {0: [1, 2, 3], 1: [2, 3, 1]},
+                "bench-1": {0: [3, 1, 2], 1: [1, 2, 3]},
+                "bench-2": {0: [2, 3, 1]},
+            },
+        ),
+        (
+            Layout(4, 4, brokers=(1, 2, 3), leader=1),
+            {"bench-0": {0: [1, 2, 3], 1: [1, 3, 2], 2: [1, 2, 3], 3: [1, 3, 2]}},
+        ),
+        (
+            Layout(3, 10, brokers=(1, 2, 3, 4), replication=2, leader=4, prefix="t"),
+            {"t-0": {0: [4, 1], 1: [4, 2], 2: [4, 3]}},
+        ),
+        (Layout(2, 5, brokers=(7,), replication=1), {"bench-0": {0: [7], 1: [7]}}),
+    ],
+)
+def test_layout_topics(layout, expected):
+    assert layout.topics() == expected
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"partitions": 0, "per_topic": 1, "brokers": (1,)},
+        {"partitions": 1, "per_topic": 0, "brokers": (1,)},
+        {"partitions": 1, "per_topic": 1, "brokers": (1, 2), "replication": 3},
+        {"partitions": 1, "per_topic": 1, "brokers": (1, 2), "replication": 0},
+        {"partitions": 1, "per_topic": 1, "brokers": (1, 2), "leader": 3},
+    ],
+)
+def test_layout_rejects_impossible_shapes(kwargs):
+    with pytest.raises(ValueError):
+        Layout(**kwargs)
+
+
+SMALL = {"ttl": 3, "settle_window": 1.0, "settle_passes": 2}
+SMALL |= {"broker_tolerance": 0.1, "answer_within": 0.25}
+LARGE = {"ttl": 120, "settle_window": 2.0, "settle_passes": 3}
+LARGE |= {"broker_tolerance": math.inf, "answer_within": 3.0}
+
+
+@pytest.mark.parametrize(
+    ("partitions", "expected"),
+    [
+        (300, Sizing(broker_data_root="", **SMALL)),
+        (4_999, Sizing(broker_data_root="", **SMALL)),
+        (10_000, Sizing(broker_data_root="", **LARGE)),
+        (100_000, Sizing(broker_data_root=TMPFS, **LARGE)),
+    ],
+)
+def test_sizing_by_partition_count(partitions, expected):
+    assert Sizing.of(partitions) == expected
