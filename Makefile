@@ -32,7 +32,7 @@ $(STAMP_VENV): pyproject.toml
 venv: $(STAMP_VENV)
 
 $(STAMP_NODE): $(NODE_DIR)/package.json
-	cd $(NODE_DIR) && npm install --no-audit --no-fund --loglevel=error
+	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
 	@touch $@
 
 node: $(STAMP_NODE)

@@ -1,7 +1,7 @@
 """Controller failover at 10,000 (and, with ``LEASEHOLD_BENCH_LARGE=1``, 100,000) partitions.
 
 Per size: a cluster of 2 controllers and 3 broker agents with that many partitions (RF 3,
-preferred leaders rotating over the brokers) online and idle. Then, twice:
+preferred leaders rotating over the brokers) online and settled. Then, twice:
 
 1. **resign**: SIGTERM to the active controller (it resigns and deletes its election key);
 2. **SIGKILL** of the (new) active controller (its key goes when its lease expires, TTL later).
@@ -13,7 +13,7 @@ UpdateMetadata (brokers polled back to back from the deletion on). Also reported
 epoch bump was seen (watch on ``/controller_epoch``) and the new controller's own
 ``failover_done`` record (``duration_ms``, from election to the end of failover, in its
 state-change log). Between the two cases the resigned controller is restarted as a standby and
-the cluster is left to go idle.
+the cluster is left to settle.
 
 Baseline, same run, same etcd: what a cold controller would have to read and write at least —
 one paged range read of as many partition-state keys plus one fenced 126-put transaction
@@ -41,6 +41,7 @@ from bench.observe import (
 )
 from bench.scenario import LARGE_ENV, Layout, Scenario, Sizing, large_enabled
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.client import WatchEvent
 from leasehold.metadata.v1 import metadata_pb2
 
 TARGET_MS = 1000.0
@@ -107,7 +108,7 @@ async def fail_over(sc: Scenario, sig: int) -> Failover:
     old_epoch, revision = await controller_epoch(client, ks)
     seen: dict[str, int] = {}
 
-    def bumped(ev) -> bool:
+    def bumped(ev: WatchEvent) -> bool:
         if ev.deleted:
             return False
         pb = metadata_pb2.ControllerEpoch.FromString(ev.kv.value)

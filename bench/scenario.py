@@ -2,17 +2,18 @@
 
 The scenario suites (controller failover, controlled shutdown, broker failure, topic creation,
 produce) all need the same thing: a :class:`LocalCluster` of real processes with thousands of
-partitions online, quiet, before the one thing they time. :class:`Scenario` starts etcd first,
-so topic assignments can be written straight into etcd in bulk (the admin contract: a
-``TopicAssignment`` per topic, exactly what admin's CreateTopics writes) and the controller then
-brings them online; creating 100,000 partitions one admin call at a time would measure admin,
-not the scenario. Then it starts the services and waits until every partition has a leader and
-a full ISR and every process has gone idle.
+partitions online and settled before the one thing they time. :meth:`Scenario.bring_up` starts
+the services, waits until every broker is registered and a controller is in office, then
+writes the topics straight into etcd in bulk (the admin contract: a ``TopicAssignment`` per
+topic, exactly what admin's CreateTopics writes) and lets the controller bring them online;
+creating 10,000 partitions one admin call at a time would measure admin, not the scenario.
+Then it waits until every partition has a live leader and a full ISR, and the cluster settles.
 
 Services run with ``LEASEHOLD_LOG_LEVEL=warning`` (see :data:`SERVICE_ENV`): at the default
 ``info`` every partition transition is also logged as a JSON line on stdout, which at 10,000
 partitions costs the controller and brokers seconds of event-loop time per change (the
-controller's state-change *file* is still written). :func:`Layout.topics` is pure and tested.
+controller's state-change *file* is still written). :class:`Layout` and :class:`Sizing` are
+pure and tested.
 """
 
 from __future__ import annotations
@@ -158,10 +159,10 @@ class Sizing:
     At 10,000 partitions a LeaderAndIsr naming every partition keeps a broker's event loop busy
     for over a minute on this machine (replica creation fsyncs and an O(logs) config update per
     replica, see bench/README.md), longer than a 3 s or 30 s lease: the broker loses its
-    session, re-registers, is sent everything again, and never settles. The
-    scenario figures are all measured from the moment a lease is gone, so a longer TTL only
-    delays a SIGKILL's detection, it does not enter any figure. From 50,000 partitions broker
-    logs go to tmpfs (the same agent writing real log files, minus the disk's fsync cost).
+    session, re-registers, is sent everything again, and never settles. The scenario figures
+    are all measured from the moment a lease is gone, so a longer TTL only delays a SIGKILL's
+    detection, it does not enter any figure. From 50,000 partitions broker logs go to tmpfs
+    (the same agent writing real log files, minus the disk's fsync cost).
 
     Large clusters settle when controllers are idle and every broker answers Metadata within
     3 s: idle follower fetching alone keeps brokers of 10,000 partitions busy (most of a core
@@ -195,13 +196,14 @@ class Sizing:
 
 @dataclass
 class Scenario:
-    """Etcd first, then controllers, brokers (and admin); everything stopped on exit.
+    """Etcd, controllers, brokers (and admin) as real processes; everything stopped on exit.
 
-    ``async with Scenario(...) as sc:`` starts etcd and connects ``sc.client``; call
-    :meth:`start_services` once the topics are written. On exit brokers are SIGKILLed (a
+    ``async with Scenario(...) as sc:`` starts etcd and connects ``sc.client`` (the suite's own
+    etcd connection, also used for the raw-etcd baseline); then :meth:`bring_up` with a
+    layout, or :meth:`start_services` for an empty cluster. On exit brokers are SIGKILLed (a
     10,000-partition controlled shutdown per broker would only slow the teardown), then the
     rest stop as ``LocalCluster.stop`` does; the work directory is removed unless the block
-    failed, in which case its path is added to the error.
+    failed (its path is added to the error) or processes were profiled.
     """
 
     controllers: int = 2
@@ -223,7 +225,7 @@ class Scenario:
         )
         self.cluster = LocalCluster(spec)
         self.keyspace = Keyspace(spec.cluster_id)
-        self.client = EtcdClient([self.cluster.etcd.endpoint])
+        self.client = EtcdClient([self.cluster.etcd.endpoint])  # replaced once etcd has a port
         self._broker_data: list[Path] = []
 
     async def __aenter__(self) -> Scenario:
@@ -259,7 +261,8 @@ class Scenario:
     # --- services -------------------------------------------------------------------------------
 
     async def start_services(self, timeout: float = 60.0) -> None:
-        """Start controllers, brokers and (if asked) admin; wait until each listens."""
+        """Start controllers, brokers and (if asked) admin; wait until each listens, every broker
+        is registered and a controller is in office."""
         c = self.cluster
         for cid in range(1, self.controllers + 1):
             c.add_controller(cid)
@@ -286,6 +289,9 @@ class Scenario:
         deadline = time.monotonic() + timeout
         for proc in c.processes():
             await asyncio.to_thread(proc.wait_ready, max(1.0, deadline - time.monotonic()))
+        # Listening is not registered: a topic created before every broker registers would be
+        # refused (or placed without it).
+        await self.wait_registered(timeout=max(1.0, deadline - time.monotonic()))
 
     def _place_broker_data(self, proc: Proc) -> None:
         """Put the broker's data directory under the sizing's root (a symlink from the
@@ -306,7 +312,6 @@ class Scenario:
         admin-created topics are (every replica live), not while brokers trickle in.
         """
         await self.start_services()
-        await self.wait_registered(timeout=60)
         started = time.monotonic()
         await write_topics(self.client, self.keyspace, layout.topics())
         live = set(self.cluster.brokers)
@@ -364,7 +369,17 @@ class Scenario:
         fetchers running); see :func:`bench.observe.wait_steady`."""
         pids = self.pids()
         idle = [name for name in pids if not name.startswith("broker-")]
-        return await wait_steady(pids, idle=idle, brokers=self.broker_addresses(), timeout=timeout)
+        sizing = self.sizing
+        return await wait_steady(
+            pids,
+            idle=idle,
+            brokers=self.broker_addresses(),
+            window=sizing.settle_window,
+            passes=sizing.settle_passes,
+            broker_tolerance=sizing.broker_tolerance,
+            answer_within=sizing.answer_within,
+            timeout=timeout,
+        )
 
     def lease_losses(self) -> int:
         """How many times any service lost its etcd session (from the services' logs): a
