@@ -8,7 +8,7 @@ so this module is the single definition of the format.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Literal
 
 Kind = Literal["partition", "replica", "controller", "broker"]
@@ -21,6 +21,9 @@ CONTROLLER_RESIGNED = "resigned"
 BROKER_REGISTERED = "registered"
 BROKER_EXPIRED = "expired"  # lease lost or key deleted
 BROKER_SHUTDOWN_REQUESTED = "controlled_shutdown"
+
+# Compact separators; keys are inserted in sorted order by ``to_json``, so no per-line sort.
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 @dataclass(frozen=True)
@@ -51,10 +54,33 @@ class StateChangeRecord:
     duration_ms: float = -1.0
     trace_id: str = ""
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["isr"] = list(self.isr)
-        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+    def to_json(self, trace_id: str = "") -> str:
+        """One JSON line, keys sorted; ``trace_id`` is used when the record has none.
+
+        Built from a hand-written dict rather than ``dataclasses.asdict`` (a recursive deep
+        copy, ~0.2 ms a record): a failover at 10,000 partitions writes tens of thousands.
+        """
+        return _ENCODE(
+            {
+                "broker_id": self.broker_id,
+                "controller_epoch": self.controller_epoch,
+                "controller_id": self.controller_id,
+                "duration_ms": self.duration_ms,
+                "event": self.event,
+                "from_state": self.from_state,
+                "isr": list(self.isr),
+                "kind": self.kind,
+                "leader": self.leader,
+                "leader_epoch": self.leader_epoch,
+                "partition": self.partition,
+                "reason": self.reason,
+                "replica": self.replica,
+                "to_state": self.to_state,
+                "topic": self.topic,
+                "trace_id": self.trace_id or trace_id,
+                "ts_ms": self.ts_ms,
+            }
+        )
 
     @classmethod
     def from_json(cls, line: str) -> StateChangeRecord:

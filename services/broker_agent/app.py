@@ -24,6 +24,7 @@ from leasehold.etcd import EtcdClient, Keyspace
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.controller_client import ControllerClient
 from services.broker_agent.fetch import FetchHandler
+from services.broker_agent.fetch_session import FetchSessionCache, FetchSessionConfig
 from services.broker_agent.fetch_state import FetcherSettings
 from services.broker_agent.fetcher import ReplicaFetcher
 from services.broker_agent.fetcher_manager import FetcherManager
@@ -92,7 +93,8 @@ class BrokerAgent:
         self.replicas.fetchers = FetcherManager(config.num_replica_fetchers, self._new_fetcher)
         self.replicas.submit_isr_change = self.isr.submit
         self.produce = ProduceHandler(self.replicas)
-        self.fetch = FetchHandler(self.replicas, self.isr)
+        sessions = FetchSessionCache(FetchSessionConfig.for_lag(config.replica_lag_time_max_ms))
+        self.fetch = FetchHandler(self.replicas, self.isr, sessions)
         self.registration: Registration | None = None
         self._tasks: list[asyncio.Task] = []
         self.configs.listeners.append(self._on_configs)

@@ -7,30 +7,41 @@ available, its partitions change, or ``max_wait_ms`` passes; a follower's fetch 
 soon as the high watermark moved past what that follower was last told, so followers learn the
 watermark promptly. A follower whose last fetched epoch is not in the leader's history gets the
 diverging epoch instead of data (KIP-595 style truncation on fetch).
+
+A request may run in an incremental fetch session (KIP-227, ``fetch_session``): the session
+remembers each partition's last request, so a request names only what changed and the answer
+only partitions with something to report. A partition with nothing to send (fetched at the log
+end, or a consumer at the high watermark) is answered without touching the log's files.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from services.broker_agent import leader_offsets
+from services.broker_agent.fetch_session import (
+    FINAL_EPOCH,
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+    FetchSessionCache,
+)
 from services.broker_agent.fetch_state import EpochEndOffset
 from services.broker_agent.isr_manager import AlterPartitionManager
+from services.broker_agent.leader_offsets import OffsetResult
 from services.broker_agent.log import (
     CorruptRecordError,
     DecodedRecord,
     KafkaStorageError,
+    Log,
     OffsetOutOfRangeError,
     decode_records,
 )
-from services.broker_agent.model import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    UNDEFINED_EPOCH,
-    Code,
-    TopicPartition,
-)
+from services.broker_agent.model import UNDEFINED_EPOCH, Code, TopicPartition
 from services.broker_agent.partition import Partition, PartitionError
 from services.broker_agent.replica_manager import ReplicaManager
 from services.broker_agent.signals import wait_any
@@ -45,6 +56,8 @@ class FetchParams:
     max_wait_ms: int = 0
     min_bytes: int = 0
     max_bytes: int = 50 * 1024 * 1024
+    session_id: int = INVALID_SESSION_ID
+    session_epoch: int = FINAL_EPOCH  # sessionless unless the request says otherwise
 
     @property
     def is_follower(self) -> bool:
@@ -72,15 +85,16 @@ class FetchResult:
     records: bytes = b""
     diverging_epoch: EpochEndOffset | None = None
     current_leader: tuple[int, int] | None = None
+    fetch_offset: int = -1  # what the records were read from (decoding skips what is before)
 
 
 @dataclass(frozen=True)
-class OffsetResult:
-    tp: TopicPartition
+class FetchAnswer:
+    """A Fetch's answer: a request-level error, or results and the session to continue in."""
+
+    results: list[FetchResult]
     error: Code = Code.NONE
-    timestamp: int = -1
-    offset: int = -1
-    leader_epoch: int = -1
+    session_id: int = INVALID_SESSION_ID
 
 
 def decoded(result: FetchResult, fetch_offset: int) -> list[DecodedRecord]:
@@ -88,10 +102,22 @@ def decoded(result: FetchResult, fetch_offset: int) -> list[DecodedRecord]:
     return [r for r in decode_records(result.records) if r.offset >= fetch_offset]
 
 
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
 class FetchHandler:
-    def __init__(self, replicas: ReplicaManager, isr: AlterPartitionManager | None) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        isr: AlterPartitionManager | None,
+        sessions: FetchSessionCache | None = None,
+        clock: Callable[[], int] = _monotonic_ms,
+    ) -> None:
         self._replicas = replicas
         self._isr = isr
+        self.sessions = sessions if sessions is not None else FetchSessionCache()
+        self._clock = clock
 
     def _error(self, tp: TopicPartition, code: Code, message: str = "") -> FetchResult:
         leader = None
@@ -117,6 +143,153 @@ class FetchHandler:
                 if partition is not None and result.error == Code.NONE:
                     partition.note_high_watermark_sent(params.replica_id, result.high_watermark)
         return results
+
+    async def fetch_in_session(
+        self,
+        params: FetchParams,
+        specs: Sequence[FetchSpec],
+        forgotten: Iterable[TopicPartition] = (),
+    ) -> FetchAnswer:
+        """A Fetch with its session fields (Kafka's FetchManager.newContext, then the read).
+
+        Sessionless requests (and a session the full cache cannot hold) are served by
+        ``fetch``; a session request reads what its session says is worth reading.
+        """
+        if params.session_id == INVALID_SESSION_ID and params.session_epoch == FINAL_EPOCH:
+            return FetchAnswer(await self.fetch(params, specs))
+        found = self.sessions.lookup(
+            params.replica_id, params.session_id, params.session_epoch, forgotten, self._clock()
+        )
+        if found.error != Code.NONE:
+            return FetchAnswer([], found.error)
+        session = found.session
+        if session is None:
+            return FetchAnswer(await self.fetch(params, specs))
+        named = [session.put(spec.tp, spec) for spec in specs]
+        results = await self._serve_session(params, session, named, found.full)
+        return FetchAnswer(results, session_id=session.id)
+
+    async def _serve_session(
+        self, params: FetchParams, session: FetchSession, named: list[CachedPartition], full: bool
+    ) -> list[FetchResult]:
+        """Read the named, dirty, unsettled and refresh-due partitions; if nothing is worth
+        answering, wait for a partition of the session to change (or ``max_wait_ms``)."""
+        wait_ms = min(max(params.max_wait_ms, 0), MAX_WAIT_MS)
+        deadline = time.monotonic() + wait_ms / 1000.0
+        now = self._clock()
+        to_read = dict.fromkeys(named)
+        if not full:
+            to_read.update(dict.fromkeys(session.take_dirty()))
+            to_read.update(dict.fromkeys(session.unsettled))
+            if session.is_follower:
+                for cached in session.due_for_refresh(now, self.sessions.config.refresh_ms):
+                    if cached not in to_read and not self._refresh_idle(params, cached):
+                        to_read[cached] = None
+                    session.note_read(cached, now)
+        read: dict[CachedPartition, FetchResult] = {}
+        budget = [params.max_bytes if params.max_bytes > 0 else 50 * 1024 * 1024]
+        self._session_round(params, session, to_read, read, budget, now)
+        while not full and wait_ms > 0 and not self._session_satisfied(params, read):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or session.closed:
+                break
+            if not session.dirty:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(session.wake.wait(), remaining)
+            self._session_round(params, session, session.take_dirty(), read, budget, self._clock())
+        answer = []
+        for cached, r in read.items():
+            if not full and not cached.has_news(r):
+                continue
+            answer.append(r)
+            if r.error != Code.NONE:
+                continue
+            cached.sent_high_watermark = r.high_watermark
+            cached.sent_log_start_offset = r.log_start_offset
+            if params.is_follower:
+                partition = self._replicas.partition(r.tp)
+                if partition is not None:
+                    partition.note_high_watermark_sent(params.replica_id, r.high_watermark)
+        return answer
+
+    def _refresh_idle(self, params: FetchParams, cached: CachedPartition) -> bool:
+        """Re-record an idle partition as fetched at the same offset (the cheap refresh).
+
+        Its signal has not fired since it was last read and found settled, so the log end,
+        watermark and leadership are as they were: only the follower's caught-up time needs
+        the fetch. Anything else (a log start moved by retention, a follower outside the ISR
+        that may now join it) gets a full read: False.
+        """
+        spec: FetchSpec = cached.request  # type: ignore[assignment]
+        partition = self._replicas.partition(spec.tp)
+        if (
+            cached.armed is None
+            or partition is None
+            or partition.log is None
+            or not partition.is_leader
+            or params.replica_id not in partition.isr
+            or partition.log.log_start_offset != cached.sent_log_start_offset
+        ):
+            return False
+        try:
+            partition.record_follower_fetch(
+                params.replica_id, spec.fetch_offset, spec.log_start_offset, params.broker_epoch
+            )
+        except PartitionError:
+            return False
+        return True
+
+    def _session_round(
+        self,
+        params: FetchParams,
+        session: FetchSession,
+        to_read: Iterable[CachedPartition],
+        read: dict[CachedPartition, FetchResult],
+        budget: list[int],
+        now: int,
+    ) -> None:
+        """Read ``to_read`` from their session state into ``read`` (a re-read replaces the
+        earlier result and gives its bytes back to the budget); note which stay unsettled."""
+        for cached in to_read:
+            if cached.forgotten:
+                continue  # by a later request of the session, while this one waited
+            spec: FetchSpec = cached.request  # type: ignore[assignment]
+            partition = self._replicas.partition(spec.tp)
+            if partition is not None:
+                session.arm(cached, partition.signal)  # before reading: a later change wakes us
+            earlier = read.get(cached)
+            if earlier is not None:
+                budget[0] += len(earlier.records)
+            result = self._read_one(
+                params, spec, budget[0], first=earlier is None, min_one=budget[0] > 0
+            )
+            budget[0] = max(0, budget[0] - len(result.records))
+            read[cached] = result
+            session.note_read(cached, now)
+            end = result.log_end_offset if params.is_follower else result.high_watermark
+            if (
+                result.error != Code.NONE
+                or result.records
+                or result.diverging_epoch is not None
+                or spec.fetch_offset < end
+            ):
+                session.unsettled.add(cached)
+            else:
+                session.unsettled.discard(cached)
+
+    def _session_satisfied(
+        self, params: FetchParams, read: dict[CachedPartition, FetchResult]
+    ) -> bool:
+        """Answer now: enough bytes, an error or divergence, or (to a follower) a moved
+        high watermark or log start, which it must learn promptly."""
+        total = 0
+        for cached, r in read.items():
+            if r.error != Code.NONE or r.diverging_epoch is not None:
+                return True
+            total += len(r.records)
+            if params.is_follower and cached.has_news(r):
+                return True
+        return total >= max(params.min_bytes, 1)
 
     def _partitions(self, specs: Sequence[FetchSpec]) -> list[Partition]:
         found = (self._replicas.partition(s.tp) for s in specs)
@@ -152,34 +325,30 @@ class FetchHandler:
         self, params: FetchParams, spec: FetchSpec, budget: int, first: bool, min_one: bool
     ) -> FetchResult:
         tp = spec.tp
+        records = b""
+        diverging = None
         try:
             partition = self._replicas.leader_partition(tp)
             log_ = partition.check_leader(spec.current_leader_epoch)
             if params.is_follower:
-                diverging = self._diverging(partition, spec)
-                if diverging is not None:
-                    return FetchResult(
-                        tp,
-                        high_watermark=log_.high_watermark,
-                        log_start_offset=log_.log_start_offset,
-                        log_end_offset=log_.log_end_offset,
-                        diverging_epoch=diverging,
+                # At the log end under our latest epoch: nothing to send and nothing diverges.
+                idle = spec.fetch_offset == log_.log_end_offset and (
+                    spec.last_fetched_epoch < 0 or spec.last_fetched_epoch == log_.latest_epoch
+                )
+                if not idle:
+                    diverging = leader_offsets.diverging_epoch(
+                        log_, spec.last_fetched_epoch, spec.fetch_offset
                     )
-            max_offset = None if params.is_follower else log_.high_watermark
-            limit = min(spec.max_bytes if spec.max_bytes > 0 else budget, budget)
-            if params.is_follower and self._throttled(partition, params.replica_id):
-                limit = 0
-            data = log_.read(
-                spec.fetch_offset, limit, max_offset, min_one_batch=min_one and limit > 0
-            )
-            if params.is_follower and first:
+            else:
+                idle = spec.fetch_offset == log_.high_watermark
+            if not idle and diverging is None:
+                records = self._read_records(params, partition, log_, spec, budget, min_one)
+            if params.is_follower and first and diverging is None:
                 partition.record_follower_fetch(
                     params.replica_id, spec.fetch_offset, spec.log_start_offset, params.broker_epoch
                 )
-                if self._isr is not None:
+                if self._isr is not None and params.replica_id not in partition.isr:
                     self._isr.submit(partition.propose_expansion())
-            if params.is_follower and data.records and self._is_throttled_tp(partition):
-                self._replicas.leader_quota.record(len(data.records))
         except PartitionError as exc:
             return self._error(tp, exc.code, str(exc))
         except OffsetOutOfRangeError as exc:
@@ -193,19 +362,28 @@ class FetchHandler:
             high_watermark=log_.high_watermark,
             log_start_offset=log_.log_start_offset,
             log_end_offset=log_.log_end_offset,
-            records=data.records,
+            records=records,
+            diverging_epoch=diverging,
+            fetch_offset=spec.fetch_offset,
         )
 
-    def _diverging(self, partition: Partition, spec: FetchSpec) -> EpochEndOffset | None:
-        """The leader's end of the follower's last epoch, if the follower's log diverges."""
-        if spec.last_fetched_epoch < 0 or partition.log is None:
-            return None
-        epoch, end = partition.log.end_offset_for_epoch(spec.last_fetched_epoch)
-        if epoch == UNDEFINED_EPOCH or end < 0:
-            return None
-        if epoch < spec.last_fetched_epoch or end < spec.fetch_offset:
-            return EpochEndOffset(epoch, end)
-        return None
+    def _read_records(
+        self,
+        params: FetchParams,
+        partition: Partition,
+        log_: Log,
+        spec: FetchSpec,
+        budget: int,
+        min_one: bool,
+    ) -> bytes:
+        max_offset = None if params.is_follower else log_.high_watermark
+        limit = min(spec.max_bytes if spec.max_bytes > 0 else budget, budget)
+        if params.is_follower and self._throttled(partition, params.replica_id):
+            limit = 0
+        data = log_.read(spec.fetch_offset, limit, max_offset, min_one_batch=min_one and limit > 0)
+        if params.is_follower and data.records and self._is_throttled_tp(partition):
+            self._replicas.leader_quota.record(len(data.records))
+        return data.records
 
     def _is_throttled_tp(self, partition: Partition) -> bool:
         settings = self._replicas.settings(partition.tp.topic)
@@ -224,53 +402,9 @@ class FetchHandler:
     def list_offsets(
         self, replica_id: int, requests: Sequence[tuple[TopicPartition, int, int]]
     ) -> list[OffsetResult]:
-        """(tp, current leader epoch, timestamp) -> offsets; consumers see up to the HW."""
-        out = []
-        for tp, current_epoch, timestamp in requests:
-            try:
-                partition = self._replicas.leader_partition(tp)
-                log_ = partition.check_leader(current_epoch)
-                found = log_.offset_for_timestamp(timestamp)
-            except PartitionError as exc:
-                out.append(OffsetResult(tp, exc.code))
-                continue
-            except KafkaStorageError:
-                out.append(OffsetResult(tp, Code.KAFKA_STORAGE_ERROR))
-                continue
-            except ValueError:
-                out.append(OffsetResult(tp, Code.INVALID_REQUEST))
-                continue
-            if found is None:
-                out.append(OffsetResult(tp))
-                continue
-            offset, ts, epoch = found.offset, found.timestamp, found.leader_epoch
-            if replica_id < 0:
-                hw = log_.high_watermark
-                if timestamp == LATEST_TIMESTAMP:
-                    offset = hw
-                    epoch = partition.leader_epoch
-                elif timestamp != EARLIEST_TIMESTAMP and offset >= hw:
-                    out.append(OffsetResult(tp))
-                    continue
-            out.append(OffsetResult(tp, Code.NONE, ts, offset, epoch))
-        return out
+        return leader_offsets.list_offsets(self._replicas, replica_id, requests)
 
     def offsets_for_leader_epoch(
         self, requests: Sequence[tuple[TopicPartition, int, int]]
     ) -> list[tuple[TopicPartition, Code, int, int]]:
-        """(tp, current leader epoch, epoch) -> (tp, error, epoch, end offset) from the leader's
-        epoch cache (Kafka's lastOffsetForLeaderEpoch)."""
-        out = []
-        for tp, current_epoch, epoch in requests:
-            try:
-                partition = self._replicas.leader_partition(tp)
-                log_ = partition.check_leader(current_epoch)
-                found_epoch, end = log_.end_offset_for_epoch(epoch)
-            except PartitionError as exc:
-                out.append((tp, exc.code, UNDEFINED_EPOCH, -1))
-                continue
-            except KafkaStorageError:
-                out.append((tp, Code.KAFKA_STORAGE_ERROR, UNDEFINED_EPOCH, -1))
-                continue
-            out.append((tp, Code.NONE, found_epoch, end))
-        return out
+        return leader_offsets.offsets_for_leader_epoch(self._replicas, requests)

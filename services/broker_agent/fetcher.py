@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from leasehold import telemetry
+from services.broker_agent.fetch_specs import FetchSpecBuilder, FetchStates
 from services.broker_agent.fetch_state import (
     EpochEndOffset,
     ErrorAction,
@@ -43,7 +44,6 @@ from services.broker_agent.log import CorruptRecordError, KafkaStorageError, Log
 from services.broker_agent.model import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
-    UNDEFINED_EPOCH,
     Code,
     Endpoint,
     TopicPartition,
@@ -76,10 +76,11 @@ class ReplicaFetcher:
         self._clock = clock
         self._quota = quota
         self._is_throttled = is_throttled
-        self.states: dict[TopicPartition, PartitionFetchState] = {}
+        self.states: FetchStates = FetchStates()
         self.failed: set[TopicPartition] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self._specs = FetchSpecBuilder(settings.partition_max_bytes)
 
     @property
     def leader(self) -> Endpoint:
@@ -153,6 +154,8 @@ class ReplicaFetcher:
     # ----------------------------------------------------------------- truncation
 
     async def maybe_truncate(self) -> None:
+        if not self.states.truncating:
+            return  # the usual case, known without visiting every partition
         now = self._clock()
         with_epochs: dict[TopicPartition, tuple[int, int]] = {}
         resets: list[TopicPartition] = []
@@ -301,28 +304,13 @@ class ReplicaFetcher:
     # ---------------------------------------------------------------------- fetch
 
     def _build_fetch(self, now: int) -> list[FetchSpec]:
-        specs: list[FetchSpec] = []
-        quota_exceeded = self._quota is not None and self._quota.is_exceeded()
-        for tp, state in list(self.states.items()):
-            if not state.is_ready_for_fetch(now):
-                continue
-            if quota_exceeded and not state.is_replica_in_sync and self._is_throttled(tp):
-                continue
-            log_ = self._follower_log(tp, state.current_leader_epoch)
-            if log_ is None:
-                continue
-            latest = log_.latest_epoch
-            specs.append(
-                FetchSpec(
-                    tp=tp,
-                    fetch_offset=state.fetch_offset,
-                    current_leader_epoch=state.current_leader_epoch,
-                    last_fetched_epoch=UNDEFINED_EPOCH if latest is None else latest,
-                    log_start_offset=log_.log_start_offset,
-                    max_bytes=self._settings.partition_max_bytes,
-                )
-            )
-        return specs
+        skip = None
+        if self._quota is not None and self._quota.is_exceeded():
+
+            def skip(tp: TopicPartition, state: PartitionFetchState) -> bool:
+                return not state.is_replica_in_sync and self._is_throttled(tp)
+
+        return self._specs.build(self.states, now, self._follower_log, skip)
 
     async def maybe_fetch(self) -> None:
         specs = self._build_fetch(self._clock())
@@ -345,10 +333,10 @@ class ReplicaFetcher:
             await asyncio.sleep(min(self._settings.backoff_ms, 200) / 1000.0)
             return
         appended: list[Log] = []
-        for spec in specs:
-            data = responses.get(spec.tp)
-            state = self.states.get(spec.tp)
-            if data is None or state is None:
+        for tp, data in responses.items():  # an incremental answer lists what has news
+            state = self.states.get(tp)
+            spec = self._specs.spec_for(tp, state)
+            if spec is None or state is None:
                 continue
             # Removed, re-added or moved on while the request was in flight: drop the answer.
             if (

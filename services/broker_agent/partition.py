@@ -6,6 +6,11 @@ effect only when the controller accepts them through AlterPartition, KIP-497). A
 exposes the few log operations the fetcher needs (truncate, append the leader's bytes verbatim,
 adopt the leader's high watermark). Everything runs on the agent's event loop; no method awaits,
 so each one is atomic with respect to requests and fetchers.
+
+A role change may leave files owed to the disk (``defer_sync``: the replica manager makes a
+whole LeaderAndIsr's files durable in one batch). Until they are, ``awaiting_sync`` is set and
+the replica refuses appends, so no record is ever written under a leader epoch whose start is
+not yet durable.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.followers: dict[int, FollowerState] = {}
         self.log: Log | None = None
+        self.awaiting_sync = False  # a role change's files are not durable yet: no appends
         self.signal = ChangeSignal()
         # Whether a broker may join the ISR (alive and not shutting down, KIP-841).
         self.isr_eligible: Callable[[int], bool] = lambda _broker_id: True
@@ -104,10 +110,13 @@ class Partition:
             raise PartitionError(Code.NOT_LEADER_OR_FOLLOWER, f"{self.tp} has no local log")
         return self.log
 
-    def _ensure_log(self, state: LeaderAndIsrPartition, config: LogConfig | None) -> Log:
+    def _ensure_log(
+        self, state: LeaderAndIsrPartition, config: LogConfig | None, defer_sync: bool
+    ) -> Log:
         self.log = self._log_manager.get_or_create(
-            state.topic, state.partition, state.topic_id, config
+            state.topic, state.partition, state.topic_id, config, defer_sync=defer_sync
         )
+        self.awaiting_sync = defer_sync
         return self.log
 
     def _apply_state(self, state: LeaderAndIsrPartition) -> None:
@@ -121,20 +130,27 @@ class Partition:
         self.recovering = state.leader_recovery_state == RECOVERING
         self.pending = None
 
-    def make_leader(self, state: LeaderAndIsrPartition, config: LogConfig | None = None) -> None:
+    def make_leader(
+        self,
+        state: LeaderAndIsrPartition,
+        config: LogConfig | None = None,
+        *,
+        defer_sync: bool = False,
+    ) -> None:
         """Become leader for ``state.leader_epoch`` (Kafka's Partition.makeLeader).
 
         The new epoch starts at the log end offset and is recorded in the epoch cache before
         any append, so followers truncating against this leader find where it begins. Follower
         states are reset: ISR members count as caught up now, offsets are unknown until each
-        fetches.
+        fetches. With ``defer_sync`` the files are written by the caller's batch, and appends
+        wait for ``sync_done``.
         """
-        log_ = self._ensure_log(state, config)
+        log_ = self._ensure_log(state, config, defer_sync)
         was_leader = self.is_leader
         self._apply_state(state)
         now = self._clock()
         leo = log_.log_end_offset
-        log_.assign_epoch_start_offset(state.leader_epoch, leo)
+        log_.assign_epoch_start_offset(state.leader_epoch, leo, defer_sync=defer_sync)
         self.leader_epoch_start_offset = leo
         self.followers = {
             r: reset_for_leadership(
@@ -150,12 +166,23 @@ class Partition:
         self.maybe_increment_high_watermark()
         self.signal.notify()
 
-    def make_follower(self, state: LeaderAndIsrPartition, config: LogConfig | None = None) -> None:
+    def make_follower(
+        self,
+        state: LeaderAndIsrPartition,
+        config: LogConfig | None = None,
+        *,
+        defer_sync: bool = False,
+    ) -> None:
         """Follow ``state.leader`` under the new epoch; the fetcher truncates, then fetches."""
-        self._ensure_log(state, config)
+        self._ensure_log(state, config, defer_sync)
         self._apply_state(state)
         self.followers = {}
         self.leader_epoch_start_offset = -1
+        self.signal.notify()
+
+    def sync_done(self) -> None:
+        """The role change's files are durable (or the log went offline): appends may go on."""
+        self.awaiting_sync = False
         self.signal.notify()
 
     def stop(self) -> None:
@@ -185,6 +212,11 @@ class Partition:
         min_insync_replicas: int,
     ) -> LogAppendInfo:
         log_ = self.check_leader(current_leader_epoch)
+        if self.awaiting_sync:
+            # Retriable: the client refreshes its metadata and retries in a few ms.
+            raise PartitionError(
+                Code.NOT_LEADER_OR_FOLLOWER, f"{self.tp}: leadership change in progress"
+            )
         if required_acks == -1 and len(self.isr) < min_insync_replicas:
             raise PartitionError(
                 Code.NOT_ENOUGH_REPLICAS,

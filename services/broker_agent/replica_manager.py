@@ -44,6 +44,10 @@ from services.broker_agent.topic_configs import ConfigStore, TopicSettings
 
 log = logging.getLogger("services.broker_agent.state_change")
 
+# A huge control request yields the event loop this often (partitions), so that gRPC calls,
+# fetchers and the etcd lease keep-alive keep running while it is applied.
+YIELD_EVERY = 256
+
 
 class ReplicaManager:
     def __init__(
@@ -66,6 +70,8 @@ class ReplicaManager:
         self.broker_epoch = -1
         self.shutting_down = False
         self._lock = asyncio.Lock()
+        self._roles_settled = asyncio.Event()  # clear while a LeaderAndIsr changes roles
+        self._roles_settled.set()
         self.leader_quota = ReplicationQuota(clock)
         self.follower_quota = ReplicationQuota(clock)
         # Wired by the app once the fetcher side exists (it needs this manager).
@@ -141,6 +147,14 @@ class ReplicaManager:
     # -------------------------------------------------------------- LeaderAndIsr
 
     async def become_leader_or_follower(self, request: LeaderAndIsr) -> ControlResult:
+        """Apply a LeaderAndIsr; answered once every file it changed is durable.
+
+        Phases: decide per partition; apply each topic's config once; open new logs on worker
+        threads; change roles in memory (files owed are deferred, appends refused meanwhile);
+        make every owed file durable in one batch off the loop; then start fetchers and
+        propose recoveries. The loop yields every ``YIELD_EVERY`` partitions, so gRPC and the
+        etcd keep-alive run even during a 100,000-partition request.
+        """
         async with self._lock:
             code = self._check(request.controller_epoch, request.broker_epoch)
             if code != Code.NONE:
@@ -149,82 +163,171 @@ class ReplicaManager:
                 )
                 return ControlResult(code, message)
             self.controller_epoch = request.controller_epoch
-            self.leader_quota.bound = request.replication_throttle_bytes_per_sec
-            self.follower_quota.bound = request.replication_throttle_bytes_per_sec
-            errors: dict[TopicPartition, Code] = {}
-            to_lead: list[LeaderAndIsrPartition] = []
-            to_follow: list[LeaderAndIsrPartition] = []
-            for state in request.partitions:
-                tp = state.tp
-                existing = self.partitions.get(tp)
-                decision = leader_and_isr_decision(
-                    state,
-                    hosted=self.hosted(tp),
-                    current_leader_epoch=existing.leader_epoch if existing else -1,
-                    local_broker_id=self.broker_id,
-                )
-                if decision.error != Code.NONE:
-                    log.info("%s: LeaderAndIsr ignored: %s", tp, decision.error.name)
-                    errors[tp] = decision.error
-                elif decision.transition is Transition.BECOME_LEADER:
-                    if self.shutting_down and not (existing and existing.is_leader):
-                        errors[tp] = Code.BROKER_SHUTTING_DOWN
-                    else:
-                        to_lead.append(state)
+            self._roles_settled.clear()
+            try:
+                return await self._apply_leader_and_isr(request)
+            finally:
+                self._roles_settled.set()
+
+    async def wait_for_role_changes(self, tps: Iterable[TopicPartition]) -> None:
+        """Wait while a LeaderAndIsr is making a role change of one of ``tps`` durable.
+
+        Produce calls this first, so an append waits for the change, as Kafka's appends wait
+        on the partition's lock while it becomes leader, instead of being refused.
+        """
+        if self._roles_settled.is_set():
+            return
+        if any((p := self.partitions.get(tp)) is None or p.awaiting_sync for tp in tps):
+            await self._roles_settled.wait()  # not hosted yet: the request may be creating it
+
+    async def _apply_leader_and_isr(self, request: LeaderAndIsr) -> ControlResult:
+        self.leader_quota.bound = request.replication_throttle_bytes_per_sec
+        self.follower_quota.bound = request.replication_throttle_bytes_per_sec
+        errors: dict[TopicPartition, Code] = {}
+        to_lead, to_follow = await self._classify(request.partitions, errors)
+        await self._prepare_logs([*to_lead, *to_follow], errors)
+        to_lead = [s for s in to_lead if s.tp not in errors]
+        to_follow = [s for s in to_follow if s.tp not in errors]
+        leaders: list[Partition] = []
+        followers: list[tuple[Partition, LeaderAndIsrPartition]] = []
+        if to_lead:
+            with _role_span("broker.become_leader", self.broker_id, request, to_lead):
+                leaders = await self._make_leaders(to_lead, errors)
+        if to_follow:
+            with _role_span("broker.become_follower", self.broker_id, request, to_follow):
+                followers = await self._make_followers(to_follow, errors)
+        await self._sync([*leaders, *(p for p, _ in followers)], errors)
+        for partition in leaders:
+            if errors.get(partition.tp) == Code.NONE:
+                self.submit_isr_change(partition.propose_recovered())
+        await self._start_fetchers(followers, request.live_leaders, errors)
+        if self.fetchers is not None:
+            await self.fetchers.shutdown_idle_fetchers()
+        return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
+
+    async def _classify(
+        self, states: Iterable[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
+    ) -> tuple[list[LeaderAndIsrPartition], list[LeaderAndIsrPartition]]:
+        """Split the request into partitions to lead and to follow; the rest get errors."""
+        to_lead: list[LeaderAndIsrPartition] = []
+        to_follow: list[LeaderAndIsrPartition] = []
+        for count, state in enumerate(states, 1):
+            if count % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            tp = state.tp
+            existing = self.partitions.get(tp)
+            decision = leader_and_isr_decision(
+                state,
+                hosted=self.hosted(tp),
+                current_leader_epoch=existing.leader_epoch if existing else -1,
+                local_broker_id=self.broker_id,
+            )
+            if decision.error != Code.NONE:
+                log.info("%s: LeaderAndIsr ignored: %s", tp, decision.error.name)
+                errors[tp] = decision.error
+            elif decision.transition is Transition.BECOME_LEADER:
+                if self.shutting_down and not (existing and existing.is_leader):
+                    errors[tp] = Code.BROKER_SHUTTING_DOWN
                 else:
-                    to_follow.append(state)
-            if to_lead:
-                with _role_span("broker.become_leader", self.broker_id, request, to_lead):
-                    self._make_leaders(to_lead, errors)
-            if to_follow:
-                with _role_span("broker.become_follower", self.broker_id, request, to_follow):
-                    await self._make_followers(to_follow, request.live_leaders, errors)
-            if self.fetchers is not None:
-                await self.fetchers.shutdown_idle_fetchers()
-            return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
+                    to_lead.append(state)
+            else:
+                to_follow.append(state)
+        return to_lead, to_follow
+
+    async def _prepare_logs(
+        self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
+    ) -> None:
+        """Apply each topic's config once, then open the missing logs on worker threads."""
+        for topic in dict.fromkeys(s.topic for s in states):
+            self.log_manager.update_topic_config(topic, self.settings(topic).log_config)
+        missing = [
+            (s.topic, s.partition)
+            for s in states
+            if (p := self.partitions.get(s.tp)) is None or p.log is None
+        ]
+        if not missing:
+            return
+        failures = await asyncio.to_thread(self.log_manager.create_logs, missing)
+        for (topic, index), exc in failures.items():
+            tp = TopicPartition(topic, index)
+            log.error("%s: cannot create the log: %s", tp, exc)
+            errors[tp] = Code.KAFKA_STORAGE_ERROR
 
     def _transition(
         self, state: LeaderAndIsrPartition, errors: dict[TopicPartition, Code], leader: bool
     ) -> Partition | None:
         tp = state.tp
         partition = self.partitions.get(tp) or self._new_partition(tp)
-        config = self.settings(tp.topic).log_config
         try:
             if leader:
-                partition.make_leader(state, config)
+                partition.make_leader(state, defer_sync=True)
             else:
-                partition.make_follower(state, config)
+                partition.make_follower(state, defer_sync=True)
         except KafkaStorageError as exc:
             log.error("%s: cannot become %s: %s", tp, "leader" if leader else "follower", exc)
             errors[tp] = Code.KAFKA_STORAGE_ERROR
+            partition.awaiting_sync = False
             return None
         except InconsistentTopicIdError as exc:
             log.error("%s: %s", tp, exc)
             errors[tp] = Code.INCONSISTENT_TOPIC_ID
+            partition.awaiting_sync = False
             return None
         self.partitions[tp] = partition
         errors[tp] = Code.NONE
-        log.info(
-            "%s: became %s (leader %d, epoch %d, isr %s)",
-            tp,
-            "leader" if leader else "follower",
-            state.leader,
-            state.leader_epoch,
-            list(state.isr),
-        )
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "%s: became %s (leader %d, epoch %d, isr %s)",
+                tp,
+                "leader" if leader else "follower",
+                state.leader,
+                state.leader_epoch,
+                list(state.isr),
+            )
         return partition
 
-    def _make_leaders(
+    async def _make_leaders(
         self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
-    ) -> None:
-        if not states:
-            return
+    ) -> list[Partition]:
         if self.fetchers is not None:
             self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
-        for state in states:
+        made = []
+        for count, state in enumerate(states, 1):
+            if count % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
             partition = self._transition(state, errors, leader=True)
             if partition is not None:
-                self.submit_isr_change(partition.propose_recovered())
+                made.append(partition)
+        return made
+
+    async def _make_followers(
+        self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
+    ) -> list[tuple[Partition, LeaderAndIsrPartition]]:
+        if self.fetchers is not None:
+            self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
+        made = []
+        for count, state in enumerate(states, 1):
+            if count % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+            partition = self._transition(state, errors, leader=False)
+            if partition is not None:
+                made.append((partition, state))
+        return made
+
+    async def _sync(self, partitions: list[Partition], errors: dict[TopicPartition, Code]) -> None:
+        """Make the files the role changes owe durable (one batch, off the loop), then let
+        the partitions accept appends again; a partition whose files failed goes offline."""
+        if not partitions:
+            return
+        failures = await asyncio.to_thread(
+            self.log_manager.sync_pending, [(p.tp.topic, p.tp.partition) for p in partitions]
+        )
+        for partition in partitions:
+            reason = failures.get((partition.tp.topic, partition.tp.partition))
+            if reason is not None:
+                log.error("%s: %s", partition.tp, reason)
+                errors[partition.tp] = Code.KAFKA_STORAGE_ERROR
+            partition.sync_done()
 
     def _leader_endpoint(self, leader_id: int, live_leaders: Iterable[Endpoint]) -> Endpoint | None:
         for endpoint in live_leaders:
@@ -232,21 +335,16 @@ class ReplicaManager:
                 return endpoint
         return self.metadata.alive_broker(leader_id)
 
-    async def _make_followers(
+    async def _start_fetchers(
         self,
-        states: list[LeaderAndIsrPartition],
+        made: list[tuple[Partition, LeaderAndIsrPartition]],
         live_leaders: Iterable[Endpoint],
         errors: dict[TopicPartition, Code],
     ) -> None:
-        if not states:
-            return
-        if self.fetchers is not None:
-            self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
         leaders = list(live_leaders)
         starts: dict[TopicPartition, InitialFetch] = {}
-        for state in states:
-            partition = self._transition(state, errors, leader=False)
-            if partition is None or partition.log is None:
+        for partition, state in made:
+            if errors.get(state.tp) != Code.NONE or partition.log is None:
                 continue
             leader = self._leader_endpoint(state.leader, leaders)
             if leader is None:
@@ -258,7 +356,8 @@ class ReplicaManager:
                 leader, state.leader_epoch, partition.log.high_watermark
             )
         if self.shutting_down:
-            log.info("shutting down: not adding fetchers for %d partitions", len(starts))
+            if starts:
+                log.info("shutting down: not adding fetchers for %d partitions", len(starts))
             return
         if starts and self.fetchers is not None:
             await self.fetchers.add_fetcher_for_partitions(starts)

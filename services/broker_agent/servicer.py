@@ -8,7 +8,9 @@ outcomes (stale epochs, not leader, out of range...) are in-band error codes, as
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
@@ -17,9 +19,36 @@ from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
 from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
 from services.broker_agent.metadata_cache import MetadataCache
-from services.broker_agent.model import Code, TopicPartition
+from services.broker_agent.model import (
+    Code,
+    ControlResult,
+    LeaderAndIsr,
+    StopReplica,
+    TopicPartition,
+    UpdateMetadata,
+)
 from services.broker_agent.produce import ProduceEntry, ProduceHandler
 from services.broker_agent.replica_manager import ReplicaManager
+
+T = TypeVar("T")
+# Control requests naming more partitions than this are decoded and validated on a worker
+# thread: 100,000 partitions take a CPU-second, which must not stall the event loop (gRPC,
+# fetchers, the etcd lease keep-alive). The thread still shares the GIL, but the interpreter
+# hands it back to the loop every few milliseconds.
+DECODE_OFF_LOOP_ABOVE = 1000
+
+
+async def _decode(size: int, decode: Callable[[], T]) -> T:
+    if size > DECODE_OFF_LOOP_ABOVE:
+        return await asyncio.to_thread(decode)
+    return decode()
+
+
+async def _result_fields(result: ControlResult) -> dict[str, Any]:
+    """The response fields of a LeaderAndIsr / StopReplica result (encoded as ``_decode``)."""
+    return await _decode(
+        len(result.partition_errors), lambda: convert.control_result_fields(result)
+    )
 
 
 def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
@@ -68,6 +97,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             for t in request.topics
             for p in t.partitions
         ]
+        await self._replicas.wait_for_role_changes(e.tp for e in entries)
         results = await self._produce.produce(request.acks, request.timeout_ms, entries)
         by_topic: dict[str, broker_pb2.TopicProduceResponse] = {}
         leaders: set[int] = set()
@@ -123,21 +153,29 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
+            session_id=request.session_id,
+            session_epoch=request.session_epoch if request.HasField("session_epoch") else -1,
         )
-        results = await self._fetch.fetch(params, specs)
+        _check_partitions((t.topic, p) for t in request.forgotten_topics for p in t.partitions)
+        forgotten = [
+            TopicPartition(t.topic, p) for t in request.forgotten_topics for p in t.partitions
+        ]
+        answer = await self._fetch.fetch_in_session(params, specs, forgotten)
         as_records = request.record_format == broker_pb2.RECORD_FORMAT_RECORDS
         by_topic: dict[str, broker_pb2.FetchTopicResponse] = {}
-        for spec, r in zip(specs, results, strict=True):
+        for r in answer.results:
             topic = by_topic.setdefault(r.tp.topic, broker_pb2.FetchTopicResponse(topic=r.tp.topic))
             out = convert.fetch_partition_pb(r)
             if as_records and r.records:
-                out.decoded_records.extend(
-                    convert.record_pb(d) for d in decoded(r, spec.fetch_offset)
-                )
+                out.decoded_records.extend(convert.record_pb(d) for d in decoded(r, r.fetch_offset))
             else:
                 out.records = r.records
             topic.partitions.append(out)
-        return broker_pb2.FetchResponse(topics=list(by_topic.values()))
+        return broker_pb2.FetchResponse(
+            error_code=int(answer.error),
+            topics=list(by_topic.values()),
+            session_id=answer.session_id,
+        )
 
     async def ListOffsets(
         self, request: broker_pb2.ListOffsetsRequest, context
@@ -199,24 +237,38 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
     async def LeaderAndIsr(
         self, request: control_pb2.LeaderAndIsrRequest, context
     ) -> control_pb2.LeaderAndIsrResponse:
-        domain = convert.leader_and_isr_from_pb(request)
-        _check_partitions((s.topic, s.partition) for s in domain.partitions)
+        def decode() -> LeaderAndIsr:
+            domain = convert.leader_and_isr_from_pb(request)
+            _check_partitions((s.topic, s.partition) for s in domain.partitions)
+            return domain
+
+        domain = await _decode(len(request.partition_states), decode)
         result = await self._replicas.become_leader_or_follower(domain)
-        return control_pb2.LeaderAndIsrResponse(**convert.control_result_fields(result))
+        fields = await _result_fields(result)
+        return control_pb2.LeaderAndIsrResponse(**fields)
 
     async def StopReplica(
         self, request: control_pb2.StopReplicaRequest, context
     ) -> control_pb2.StopReplicaResponse:
-        domain = convert.stop_replica_from_pb(request)
-        _check_partitions((s.topic, s.partition) for s in domain.partitions)
+        def decode() -> StopReplica:
+            domain = convert.stop_replica_from_pb(request)
+            _check_partitions((s.topic, s.partition) for s in domain.partitions)
+            return domain
+
+        domain = await _decode(len(request.partition_states), decode)
         result = await self._replicas.stop_replicas(domain)
-        return control_pb2.StopReplicaResponse(**convert.control_result_fields(result))
+        fields = await _result_fields(result)
+        return control_pb2.StopReplicaResponse(**fields)
 
     async def UpdateMetadata(
         self, request: control_pb2.UpdateMetadataRequest, context
     ) -> control_pb2.UpdateMetadataResponse:
-        domain = convert.update_metadata_from_pb(request)
-        _check_partitions((s.topic, s.partition) for s in domain.partitions)
+        def decode() -> UpdateMetadata:
+            domain = convert.update_metadata_from_pb(request)
+            _check_partitions((s.topic, s.partition) for s in domain.partitions)
+            return domain
+
+        domain = await _decode(len(request.partition_states), decode)
         result = await self._replicas.update_metadata(domain)
         return control_pb2.UpdateMetadataResponse(
             error_code=int(result.error), error_message=result.message

@@ -6,6 +6,12 @@ Kafka's RequestSendThread does. A request batch becomes, per broker, LeaderAndIs
 UpdateMetadata then StopReplica, queued together. Answers go to ``on_response`` on the sender
 task; the callback must only log or put an event on the controller's event loop.
 
+UpdateMetadata goes out pre-encoded (``wire.EncodedRequest``): its partition states are encoded
+once per batch, not once per broker. ``wait_issued`` lets a caller make sure queued requests
+have been handed to gRPC (which writes them from its own threads) before it keeps the event loop
+busy: the failover waits so that its UpdateMetadata is on the wire before the state machines
+start.
+
 Each queued batch remembers the trace context it was queued in (the controller event, itself
 possibly continuing an admin call's trace) and is sent under one ``controller.broker_requests``
 span, so the gRPC client spans, and the broker's server spans, join that trace.
@@ -24,7 +30,7 @@ from google.protobuf.message import Message
 from opentelemetry.context import Context
 
 from leasehold import channels, telemetry
-from leasehold.broker.v1 import control_pb2_grpc
+from leasehold.broker.v1 import control_pb2
 from leasehold.config import TlsConfig
 from services.controller import wire
 from services.controller.core import BrokerInfo, BrokerRequests
@@ -35,7 +41,15 @@ LEADER_AND_ISR = "LeaderAndIsr"
 UPDATE_METADATA = "UpdateMetadata"
 STOP_REPLICA = "StopReplica"
 
-ResponseCallback = Callable[[int, str, Message, Message], None]
+Request = Message | wire.EncodedRequest
+ResponseCallback = Callable[[int, str, Request, Message], None]
+
+_SERVICE = control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
+_RESPONSES = {
+    LEADER_AND_ISR: control_pb2.LeaderAndIsrResponse,
+    UPDATE_METADATA: control_pb2.UpdateMetadataResponse,
+    STOP_REPLICA: control_pb2.StopReplicaResponse,
+}
 
 
 @dataclass(frozen=True)
@@ -52,17 +66,35 @@ class ChannelSettings:
 class _Batch:
     """Requests for one broker from one controller batch, sent in order under one span."""
 
-    requests: tuple[tuple[str, Message], ...]
+    requests: tuple[tuple[str, Request], ...]
     parent: Context | None = None
 
 
 @dataclass
 class _Broker:
+    """One broker's channel and sender. ``queued`` counts batches put on the queue, ``issued``
+    those whose first request gRPC has serialised (and so sends without our event loop)."""
+
     info: BrokerInfo
     channel: grpc.aio.Channel
-    stub: control_pb2_grpc.BrokerControlServiceStub
+    methods: dict[str, grpc.aio.UnaryUnaryMultiCallable] = field(default_factory=dict)
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     task: asyncio.Task | None = None
+    queued: int = 0
+    issued: int = 0
+    sending: int = 0  # the batch the sender is working on
+    progress: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def serialize(self, request: Request) -> bytes:
+        """gRPC's request serialiser for this broker: notes that the current batch is issued."""
+        if isinstance(request, wire.EncodedRequest):
+            data = request.payload
+        else:
+            data = request.SerializeToString()
+        if self.sending > self.issued:
+            self.issued = self.sending
+            self.progress.set()
+        return data
 
 
 def _open_channel(target: str, tls: TlsConfig | None) -> grpc.aio.Channel:
@@ -86,7 +118,13 @@ class ControllerChannelManager:
         """Open a channel and start a sender; an existing one for the id is replaced."""
         self.remove_broker(info.id)
         channel = _open_channel(f"{info.host}:{info.port}", self.settings.tls)
-        broker = _Broker(info, channel, control_pb2_grpc.BrokerControlServiceStub(channel))
+        broker = _Broker(info, channel)
+        for kind, response in _RESPONSES.items():
+            broker.methods[kind] = channel.unary_unary(
+                f"/{_SERVICE}/{kind}",
+                request_serializer=broker.serialize,
+                response_deserializer=response.FromString,
+            )
         with telemetry.untraced():  # each batch is sent under the context it was queued in
             broker.task = asyncio.create_task(self._sender(broker), name=f"to-broker-{info.id}")
         self._brokers[info.id] = broker
@@ -109,25 +147,35 @@ class ControllerChannelManager:
             current.info = info
 
     def send_batch(self, requests: dict[int, BrokerRequests]) -> None:
-        """Queue one built request batch: per broker LeaderAndIsr, UpdateMetadata, StopReplica."""
+        """Queue one built request batch: per broker LeaderAndIsr, UpdateMetadata, StopReplica.
+
+        The batch gives every broker the same UpdateMetadata partition states (one tuple), so
+        they are encoded once and follow each broker's own header.
+        """
         s = self.settings
+        bodies: dict[int, bytes] = {}
         for broker_id, req in requests.items():
+            um = None
+            if req.update_metadata is not None:
+                key = id(req.update_metadata)
+                if key not in bodies:
+                    bodies[key] = wire.update_metadata_body(req.update_metadata)
+                um = wire.encoded_update_metadata(
+                    req, s.controller_host, s.controller_port, bodies[key], len(req.update_metadata)
+                )
             self._queue(
                 broker_id,
                 (
                     (LEADER_AND_ISR, wire.leader_and_isr(req)),
-                    (
-                        UPDATE_METADATA,
-                        wire.update_metadata(req, s.controller_host, s.controller_port),
-                    ),
+                    (UPDATE_METADATA, um),
                     (STOP_REPLICA, wire.stop_replica(req)),
                 ),
             )
 
-    def send(self, broker_id: int, kind: str, request: Message | None) -> bool:
+    def send(self, broker_id: int, kind: str, request: Request | None) -> bool:
         return self._queue(broker_id, ((kind, request),))
 
-    def _queue(self, broker_id: int, requests: tuple[tuple[str, Message | None], ...]) -> bool:
+    def _queue(self, broker_id: int, requests: tuple[tuple[str, Request | None], ...]) -> bool:
         present = tuple((k, r) for k, r in requests if r is not None)
         if not present:
             return False
@@ -136,6 +184,26 @@ class ControllerChannelManager:
             log.debug("no channel to broker %d; dropping %s", broker_id, [k for k, _ in present])
             return False
         broker.queue.put_nowait(_Batch(present, telemetry.current_context()))
+        broker.queued += 1
+        return True
+
+    async def wait_issued(self, timeout_s: float) -> bool:
+        """Wait until every broker's sender has handed the first request of each batch queued
+        so far to gRPC; False if that took longer than ``timeout_s`` (a sender still busy with
+        an earlier request to a slow broker)."""
+        targets = [(b, b.queued) for b in self._brokers.values() if b.issued < b.queued]
+
+        async def issued(broker: _Broker, target: int) -> None:
+            while broker.issued < target:
+                broker.progress.clear()
+                await broker.progress.wait()
+
+        if not targets:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.gather(*(issued(b, t) for b, t in targets)), timeout_s)
+        except TimeoutError:
+            return False
         return True
 
     def queued(self, broker_id: int) -> int:
@@ -146,6 +214,7 @@ class ControllerChannelManager:
     async def _sender(self, broker: _Broker) -> None:
         while True:
             batch: _Batch = await broker.queue.get()
+            broker.sending += 1
             first = batch.requests[0][1]
             with telemetry.span(
                 "controller.broker_requests",
@@ -170,10 +239,10 @@ class ControllerChannelManager:
                 span.set_attributes(telemetry.attrs(attempts=attempts))
 
     async def _send_until_answered(
-        self, broker: _Broker, kind: str, request: Message
+        self, broker: _Broker, kind: str, request: Request
     ) -> tuple[Message, int]:
         """The answer, and how many attempts it took."""
-        method = getattr(broker.stub, kind)
+        method = broker.methods[kind]
         backoff = self.settings.backoff_s
         attempts = 0
         while True:
@@ -204,7 +273,9 @@ class ControllerChannelManager:
             await b.channel.close()
 
 
-def _partitions(request: Message) -> int:
+def _partitions(request: Request) -> int:
     """Partitions a control request names (LeaderAndIsr, StopReplica, UpdateMetadata)."""
+    if isinstance(request, wire.EncodedRequest):
+        return request.partition_count
     states = getattr(request, "partition_states", None)
     return len(states) if states is not None else 0

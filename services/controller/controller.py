@@ -2,11 +2,14 @@
 
 ``handle`` is the event loop's handler. Metadata events first update the ``ClusterView``; a
 standby then copies them into its context (hot standby), the active controller runs the flow for
-them. ``execute`` is the decide-commit-apply pipeline every flow uses (DESIGN section 5): commit
-the plan's partition-state writes in fenced batched transactions, apply the plan to the context
-with the committed partition epochs, log its transitions, then queue its broker requests. Each
-event's requests form one batch, sent per broker when the event is done (or earlier where a flow
-needs an order, as failover does for UpdateMetadata).
+them. After each watch batch a standby also re-encodes what changed in its UpdateMetadata cache,
+so a failover can push every partition at once (``metadata_cache``). ``execute`` is the
+decide-commit-apply pipeline every flow uses (DESIGN section 5): commit the plan's
+partition-state writes in fenced batched transactions, apply the plan to the context with the
+committed partition epochs, log its transitions, then queue its broker requests. Each event's
+requests form one batch, sent per broker when the event is done (or earlier where a flow needs
+an order, as failover does for UpdateMetadata). The state-change log is flushed after every
+event.
 
 A ``FencedError`` anywhere means another controller has taken over: we resign at once.
 
@@ -37,6 +40,7 @@ from services.controller.core import (
     StateChangePlan,
     TopicPartition,
 )
+from services.controller.metadata_cache import UpdateMetadataCache
 from services.controller.statelog import StateChangeLog, now_ms
 from services.controller.store import (
     ControllerStore,
@@ -82,6 +86,7 @@ class Controller:
         self.ctx = ControllerContext(self.id)
         self.view = ClusterView()
         self.batch = RequestBatch(self.ctx)
+        self.metadata_cache = UpdateMetadataCache()
         self.channels: ControllerChannelManager | None = None
         self.active = False
         self.generation = 0  # bumped on every activation and resignation
@@ -118,6 +123,8 @@ class Controller:
                 log.error("etcd failed while handling %s (%s); resigning", event.name, e)
                 await self.deactivate(f"etcd error: {e}")
                 self.on_deposed()
+            finally:
+                self.statelog.flush()  # the event's records reach the file in one write
 
     def _event_span(self, event: ev.ControllerEvent) -> contextlib.AbstractContextManager:
         """The event's span (none for the ``Synced`` marker that follows every watch batch)."""
@@ -153,6 +160,8 @@ class Controller:
                 await f.on_metadata(event)
         elif isinstance(event, ev.Synced):
             self.synced_revision = max(self.synced_revision, event.revision)
+            if not self.active:  # hot standby: keep the failover's UpdateMetadata warm
+                self.metadata_cache.refresh(self.ctx)
             if self.pending_failover and self.synced_revision >= self.pending_failover[0]:
                 await f.failover.failover()
         elif isinstance(event, ev.Elected):
@@ -276,11 +285,13 @@ class Controller:
         started = time.monotonic()
         self.ctx = ControllerContext(self.id)
         self.batch = RequestBatch(self.ctx)
+        self.metadata_cache = UpdateMetadataCache()
         self.view = ClusterView()
         for event in self._snapshot():
             if isinstance(event, _METADATA):
                 self.view.update(event)
                 apply_warm(self.ctx, self.view, event)
+        self.metadata_cache.refresh(self.ctx)
         log.info("standby context rebuilt in %.1f ms", (time.monotonic() - started) * 1000)
 
 

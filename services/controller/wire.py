@@ -3,16 +3,38 @@
 Pure translation. Each request is stamped with the controller id and epoch and the target's
 broker epoch (contract 7); UpdateMetadata also names the controller's endpoint so brokers can
 find it (contract 8).
+
+UpdateMetadata is also produced already encoded (``EncodedRequest``), because its partition
+states are the same for every broker and, on a failover, for every partition of the cluster: the
+states are encoded once (``update_metadata_body``, or kept per partition by ``metadata_cache``)
+and each broker's request is its own small header followed by those bytes. Protobuf parses
+concatenated encodings as one message (repeated fields append), so the broker sees an ordinary
+``UpdateMetadataRequest``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from services.controller.codec import RECOVERED, RECOVERING
-from services.controller.core import BrokerInfo, BrokerRequests
+from services.controller.core import BrokerInfo, BrokerRequests, UpdateMetadataPartitionState
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedRequest:
+    """A control request already in wire form, with the fields spans and logs read."""
+
+    payload: bytes
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partition_count: int
+
+    def decode(self) -> control_pb2.UpdateMetadataRequest:
+        return control_pb2.UpdateMetadataRequest.FromString(self.payload)
 
 
 def endpoint(info: BrokerInfo) -> common_pb2.BrokerEndpoint:
@@ -24,33 +46,31 @@ def endpoint(info: BrokerInfo) -> common_pb2.BrokerEndpoint:
 def leader_and_isr(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest | None:
     if not req.leader_and_isr:
         return None
-    states = []
-    for s in req.leader_and_isr:
-        lai = s.leader_and_isr
-        states.append(
-            control_pb2.LeaderAndIsrPartitionState(
-                topic=s.tp.topic,
-                topic_id=s.topic_id,
-                partition=s.tp.partition,
-                controller_epoch=lai.controller_epoch,
-                leader=lai.leader,
-                leader_epoch=lai.leader_epoch,
-                isr=list(lai.isr),
-                partition_epoch=lai.partition_epoch,
-                replicas=list(s.replicas),
-                adding_replicas=list(s.adding_replicas),
-                removing_replicas=list(s.removing_replicas),
-                is_new=s.is_new,
-                leader_recovery_state=RECOVERING if lai.recovering else RECOVERED,
-            )
-        )
-    return control_pb2.LeaderAndIsrRequest(
+    pb = control_pb2.LeaderAndIsrRequest(
         controller_id=req.controller_id,
         controller_epoch=req.controller_epoch,
         broker_epoch=req.broker_epoch,
-        partition_states=states,
         live_leaders=[endpoint(b) for b in req.live_leaders],
     )
+    add = pb.partition_states.add  # built in place: half the cost of building and copying
+    for s in req.leader_and_isr:
+        lai = s.leader_and_isr
+        add(
+            topic=s.tp.topic,
+            topic_id=s.topic_id,
+            partition=s.tp.partition,
+            controller_epoch=lai.controller_epoch,
+            leader=lai.leader,
+            leader_epoch=lai.leader_epoch,
+            isr=lai.isr,
+            partition_epoch=lai.partition_epoch,
+            replicas=s.replicas,
+            adding_replicas=s.adding_replicas,
+            removing_replicas=s.removing_replicas,
+            is_new=s.is_new,
+            leader_recovery_state=RECOVERING if lai.recovering else RECOVERED,
+        )
+    return pb
 
 
 def stop_replica(req: BrokerRequests) -> control_pb2.StopReplicaRequest | None:
@@ -72,33 +92,70 @@ def stop_replica(req: BrokerRequests) -> control_pb2.StopReplicaRequest | None:
     )
 
 
+def _add_update_metadata_state(
+    pb: control_pb2.UpdateMetadataRequest, s: UpdateMetadataPartitionState
+) -> None:
+    pb.partition_states.add(
+        topic=s.tp.topic,
+        topic_id=s.topic_id,
+        partition=s.tp.partition,
+        controller_epoch=s.controller_epoch,
+        leader=s.leader,
+        leader_epoch=s.leader_epoch,
+        isr=s.isr,
+        partition_epoch=s.partition_epoch,
+        replicas=s.replicas,
+        offline_replicas=s.offline_replicas,
+    )
+
+
+def _update_metadata_header(
+    req: BrokerRequests, controller_host: str, controller_port: int
+) -> control_pb2.UpdateMetadataRequest:
+    return control_pb2.UpdateMetadataRequest(
+        controller_id=req.controller_id,
+        controller_epoch=req.controller_epoch,
+        broker_epoch=req.broker_epoch,
+        live_brokers=[endpoint(b) for b in req.live_brokers],
+        controller_host=controller_host,
+        controller_port=controller_port,
+    )
+
+
 def update_metadata(
     req: BrokerRequests, controller_host: str, controller_port: int
 ) -> control_pb2.UpdateMetadataRequest | None:
     if req.update_metadata is None:
         return None
-    return control_pb2.UpdateMetadataRequest(
-        controller_id=req.controller_id,
-        controller_epoch=req.controller_epoch,
-        broker_epoch=req.broker_epoch,
-        partition_states=[
-            control_pb2.UpdateMetadataPartitionState(
-                topic=s.tp.topic,
-                topic_id=s.topic_id,
-                partition=s.tp.partition,
-                controller_epoch=s.controller_epoch,
-                leader=s.leader,
-                leader_epoch=s.leader_epoch,
-                isr=list(s.isr),
-                partition_epoch=s.partition_epoch,
-                replicas=list(s.replicas),
-                offline_replicas=list(s.offline_replicas),
-            )
-            for s in req.update_metadata
-        ],
-        live_brokers=[endpoint(b) for b in req.live_brokers],
-        controller_host=controller_host,
-        controller_port=controller_port,
+    pb = _update_metadata_header(req, controller_host, controller_port)
+    for s in req.update_metadata:
+        _add_update_metadata_state(pb, s)
+    return pb
+
+
+def update_metadata_body(states: Iterable[UpdateMetadataPartitionState]) -> bytes:
+    """The encoded partition states of an UpdateMetadata, to follow any broker's header."""
+    pb = control_pb2.UpdateMetadataRequest()
+    for s in states:
+        _add_update_metadata_state(pb, s)
+    return pb.SerializeToString()
+
+
+def encoded_update_metadata(
+    req: BrokerRequests,
+    controller_host: str,
+    controller_port: int,
+    body: bytes,
+    partition_count: int,
+) -> EncodedRequest:
+    """``update_metadata(req, ...)`` in wire form, its partition states given as ``body``."""
+    header = _update_metadata_header(req, controller_host, controller_port)
+    return EncodedRequest(
+        header.SerializeToString() + body,
+        req.controller_id,
+        req.controller_epoch,
+        req.broker_epoch,
+        partition_count,
     )
 
 

@@ -42,9 +42,12 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def _entries_bytes(lines: list[str]) -> bytes:
+    return ("\n".join([str(VERSION), str(len(lines)), *lines]) + "\n").encode("utf-8")
+
+
 def _write_entries(path: Path, lines: list[str]) -> None:
-    text = "\n".join([str(VERSION), str(len(lines)), *lines]) + "\n"
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, _entries_bytes(lines))
 
 
 def _read_entries(path: Path, fields: int) -> list[list[str]]:
@@ -81,9 +84,13 @@ def read_partition_offsets(path: Path) -> dict[tuple[str, int], int]:
         raise KafkaStorageError(f"malformed checkpoint file {path}: {exc}") from exc
 
 
+def epoch_entries_bytes(entries: Iterable[tuple[int, int]]) -> bytes:
+    """The leader-epoch checkpoint's content: ``<epoch> <start offset>`` lines."""
+    return _entries_bytes([f"{epoch} {start}" for epoch, start in entries])
+
+
 def write_epoch_entries(path: Path, entries: Iterable[tuple[int, int]]) -> None:
-    """The leader-epoch checkpoint: ``<epoch> <start offset>`` lines."""
-    _write_entries(path, [f"{epoch} {start}" for epoch, start in entries])
+    atomic_write(path, epoch_entries_bytes(entries))
 
 
 def read_epoch_entries(path: Path) -> list[tuple[int, int]]:
@@ -108,9 +115,13 @@ def read_offset(path: Path, default: int) -> int:
         raise KafkaStorageError(f"malformed checkpoint file {path}: {exc}") from exc
 
 
-def write_topic_id(path: Path, topic_id: str) -> None:
+def topic_id_bytes(topic_id: str) -> bytes:
     """Kafka's ``partition.metadata``: which incarnation of the topic this directory holds."""
-    atomic_write(path, f"version: {VERSION}\ntopic_id: {topic_id}\n".encode())
+    return f"version: {VERSION}\ntopic_id: {topic_id}\n".encode()
+
+
+def write_topic_id(path: Path, topic_id: str) -> None:
+    atomic_write(path, topic_id_bytes(topic_id))
 
 
 def read_topic_id(path: Path) -> str | None:

@@ -22,6 +22,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from services.broker_agent.log.batch import Record, build_batch, iter_batches, validated_batches
 from services.broker_agent.log.config import LogConfig
+from services.broker_agent.log.durable import PendingFile
 from services.broker_agent.log.epoch_cache import EpochEntry, LeaderEpochCache
 from services.broker_agent.log.epoch_file import LeaderEpochFileCache
 from services.broker_agent.log.errors import (
@@ -351,10 +352,33 @@ class Log:
         return self._epochs.entries()
 
     @_guarded
-    def assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+    def assign_epoch_start_offset(
+        self, epoch: int, start_offset: int, *, defer_sync: bool = False
+    ) -> None:
         """Record that ``epoch`` starts at ``start_offset`` (a new leader does this at its
-        log end offset before accepting writes)."""
-        self._epochs.assign(epoch, start_offset)
+        log end offset before accepting writes).
+
+        With ``defer_sync`` the checkpoint file is not written here: the caller batches it
+        (``pending_epoch_checkpoint``) and must not accept appends until it is durable.
+        """
+        if isinstance(self._epochs, LeaderEpochFileCache):
+            self._epochs.assign(epoch, start_offset, defer=defer_sync)
+        else:
+            self._epochs.assign(epoch, start_offset)
+
+    def pending_epoch_checkpoint(self, key: object = None) -> PendingFile | None:
+        """The leader-epoch checkpoint content a deferred assignment still owes the disk."""
+        with self._lock:
+            if self._offline is not None or not isinstance(self._epochs, LeaderEpochFileCache):
+                return None
+            return self._epochs.pending(key)
+
+    def mark_offline(self, reason: str) -> None:
+        """A write this log depends on failed elsewhere (a batched checkpoint): as after any
+        I/O error, its state can no longer be trusted to match the disk."""
+        with self._lock:
+            if self._offline is None:
+                self._offline = reason
 
     def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: ``(epoch, end offset)``, (-1, -1) when unknown."""

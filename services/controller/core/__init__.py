@@ -56,6 +56,7 @@ from services.controller.core.request_batch import (
     RequestBatch,
     StopReplicaPartitionState,
     UpdateMetadataPartitionState,
+    update_metadata_state,
 )
 from services.controller.core.selectors import (
     ElectionError,
@@ -123,4 +124,5 @@ __all__ = [
     "partitions_to_trigger_online",
     "preferred_replica_imbalance_count",
     "select_leader",
+    "update_metadata_state",
 ]

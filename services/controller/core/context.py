@@ -5,6 +5,13 @@ from watches, and it changes only through the ``apply_*`` methods, which the eve
 after the matching etcd commit succeeded (decide, commit, apply). Decisions read it through the
 query methods and never mutate it.
 
+The context also notes which partitions' broker-visible state (leader/ISR, replicas, topic id,
+deletion, replica liveness) changed since a consumer last asked (``take_metadata_changes``), so
+the UpdateMetadata encoding cache re-encodes only those (see ``metadata_cache``).
+
+Queries that a failover runs over every partition avoid per-call rebuilding: the live broker sets
+and the sorted partition list are kept up to date by the ``apply_*`` methods.
+
 Broker liveness follows modern Kafka: a broker is *registered* while its lease-backed key exists;
 ``live_broker_ids`` excludes brokers in controlled shutdown, ``live_or_shutting_down_broker_ids``
 includes them. A replica is *online* when its broker is live and the replica is not on a failed
@@ -14,7 +21,6 @@ log directory; only online replicas may lead or join an ISR (KIP-841).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from types import MappingProxyType
 
 from services.controller.core.model import (
@@ -50,6 +56,12 @@ class ControllerContext:
         self._replica_states: dict[PartitionReplica, ReplicaState] = {}
         self._to_delete: set[str] = set()
         self._ineligible: set[str] = set()
+        # Derived, refreshed by the apply_* methods that change what they derive from.
+        self._live: frozenset[int] = frozenset()
+        self._live_or_shutting_down: frozenset[int] = frozenset()
+        self._sorted_partitions: tuple[TopicPartition, ...] | None = ()
+        self._metadata_all_changed = True
+        self._metadata_changed: set[TopicPartition] = set()
 
     # ---- controller ----------------------------------------------------------------------
     @property
@@ -72,7 +84,7 @@ class ControllerContext:
 
     @property
     def live_or_shutting_down_broker_ids(self) -> frozenset[int]:
-        return frozenset(self._brokers)
+        return self._live_or_shutting_down
 
     @property
     def shutting_down_broker_ids(self) -> frozenset[int]:
@@ -81,15 +93,16 @@ class ControllerContext:
     @property
     def live_broker_ids(self) -> frozenset[int]:
         """Registered brokers that are not shutting down: the ones that may lead."""
-        return frozenset(self._brokers.keys() - self._shutting_down)
+        return self._live
 
     def is_replica_online(
         self, broker_id: int, tp: TopicPartition, *, include_shutting_down: bool = False
     ) -> bool:
-        live = (
-            self.live_or_shutting_down_broker_ids if include_shutting_down else self.live_broker_ids
-        )
-        return broker_id in live and tp not in self._offline_dirs.get(broker_id, frozenset())
+        live = self._live_or_shutting_down if include_shutting_down else self._live
+        if broker_id not in live:
+            return False
+        offline = self._offline_dirs.get(broker_id)
+        return offline is None or tp not in offline
 
     def is_eligible_isr_member(self, broker_id: int, tp: TopicPartition) -> bool:
         """KIP-841: only an online replica on a broker not shutting down may join an ISR."""
@@ -111,7 +124,13 @@ class ControllerContext:
         return self._unclean_default if value is None else value.strip().lower() == "true"
 
     def all_partitions(self) -> tuple[TopicPartition, ...]:
-        return tuple(sorted(self._assignments))
+        """Every partition with an assignment, sorted (kept until partitions come or go)."""
+        if self._sorted_partitions is None:
+            self._sorted_partitions = tuple(sorted(self._assignments))
+        return self._sorted_partitions
+
+    def partition_count(self) -> int:
+        return len(self._assignments)
 
     def partitions_for_topic(self, topic: str) -> tuple[TopicPartition, ...]:
         return tuple(sorted(tp for tp in self._assignments if tp.topic == topic))
@@ -147,7 +166,14 @@ class ControllerContext:
     def replicas_for_partitions(
         self, tps: Iterable[TopicPartition]
     ) -> tuple[PartitionReplica, ...]:
-        return tuple(sorted(PartitionReplica(tp, r) for tp in set(tps) for r in self.replicas(tp)))
+        """The assigned replicas of ``tps``, sorted by partition then broker."""
+        out: list[PartitionReplica] = []
+        assignments = self._assignments
+        for tp in sorted(dict.fromkeys(tps)):  # input order kept: often sorted already
+            a = assignments.get(tp)
+            if a is not None:
+                out.extend(PartitionReplica(tp, r) for r in sorted(a.replicas))
+        return tuple(out)
 
     def replicas_for_topic(self, topic: str) -> tuple[PartitionReplica, ...]:
         return self.replicas_for_partitions(self.partitions_for_topic(topic))
@@ -158,13 +184,12 @@ class ControllerContext:
         """Every assigned replica split by ``is_replica_online`` (shutting down counts online)."""
         online: list[PartitionReplica] = []
         offline: list[PartitionReplica] = []
-        for pr in self.replicas_for_partitions(self._assignments):
-            target = (
-                online
-                if self.is_replica_online(pr.replica, pr.tp, include_shutting_down=True)
-                else offline
-            )
-            target.append(pr)
+        live, dirs = self._live_or_shutting_down, self._offline_dirs
+        assignments = self._assignments
+        for tp in self.all_partitions():
+            for r in sorted(assignments[tp].replicas):
+                up = r in live and (r not in dirs or tp not in dirs[r])
+                (online if up else offline).append(PartitionReplica(tp, r))
         return tuple(online), tuple(offline)
 
     def partitions_being_reassigned(self) -> tuple[TopicPartition, ...]:
@@ -217,18 +242,27 @@ class ControllerContext:
 
     def apply_broker_registered(self, info: BrokerInfo) -> None:
         self._brokers[info.id] = info
+        self._brokers_changed()
 
     def apply_broker_removed(self, broker_id: int) -> None:
         self._brokers.pop(broker_id, None)
         self._shutting_down.discard(broker_id)
         self._offline_dirs.pop(broker_id, None)
+        self._brokers_changed()
 
     def apply_broker_shutting_down(self, broker_id: int) -> None:
         self._shutting_down.add(broker_id)
+        self._brokers_changed()
 
     def apply_offline_replicas(self, broker_id: int, tps: Iterable[TopicPartition]) -> None:
         """Replace the set of ``broker_id``'s replicas that sit on failed log directories."""
         self._offline_dirs[broker_id] = frozenset(tps)
+        self._metadata_all_changed = True
+
+    def _brokers_changed(self) -> None:
+        self._live_or_shutting_down = frozenset(self._brokers)
+        self._live = frozenset(self._brokers.keys() - self._shutting_down)
+        self._metadata_all_changed = True  # every partition's offline replicas may differ
 
     def apply_topic(
         self,
@@ -238,20 +272,26 @@ class ControllerContext:
         configs: Mapping[str, str] | None = None,
     ) -> None:
         """Add or update a topic and its partitions' assignments (existing partitions kept)."""
+        if self._topic_ids.get(topic, topic_id) != topic_id:
+            self._metadata_topic_changed(topic)
         self._topic_ids[topic] = topic_id
         if configs is not None:
             self._topic_configs[topic] = dict(configs)
         for p, a in assignments.items():
-            self._assignments[TopicPartition(topic, p)] = a
+            self.apply_assignment(TopicPartition(topic, p), a)
 
     def apply_topic_config(self, topic: str, configs: Mapping[str, str]) -> None:
         self._topic_configs[topic] = dict(configs)
 
     def apply_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        if tp not in self._assignments:
+            self._sorted_partitions = None
         self._assignments[tp] = assignment
+        self._metadata_changed.add(tp)
 
     def apply_leader_and_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr) -> None:
         self._leadership[tp] = leader_and_isr
+        self._metadata_changed.add(tp)
 
     def apply_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
         if state is PartitionState.NON_EXISTENT:
@@ -267,6 +307,7 @@ class ControllerContext:
 
     def apply_topic_deletion_queued(self, topic: str) -> None:
         self._to_delete.add(topic)
+        self._metadata_topic_changed(topic)  # UpdateMetadata now says LeaderDuringDelete
 
     def apply_topic_deletion_eligibility(self, topic: str, *, ineligible: bool) -> None:
         if ineligible:
@@ -283,6 +324,8 @@ class ControllerContext:
         for d in (self._assignments, self._leadership, self._partition_states):
             for tp in [tp for tp in d if tp.topic == topic]:
                 del d[tp]
+                self._metadata_changed.add(tp)
+        self._sorted_partitions = None
         for r in [r for r in self._replica_states if r.topic == topic]:
             del self._replica_states[r]
 
@@ -305,10 +348,27 @@ class ControllerContext:
         if missing:
             raise ValueError(f"no committed partition epoch for written partitions {missing}")
         for w in plan.writes:
-            self._leadership[w.tp] = replace(w.leader_and_isr, partition_epoch=epochs[w.tp])
+            self.apply_leader_and_isr(
+                w.tp, w.leader_and_isr.with_epochs(partition_epoch=epochs[w.tp])
+            )
         for change in plan.assignment_changes:
-            self._assignments[change.tp] = change.assignment
+            self.apply_assignment(change.tp, change.assignment)
         for pt in plan.partition_transitions:
             self.apply_partition_state(pt.tp, pt.to_state)
         for rt in plan.replica_transitions:
             self.apply_replica_state(rt.replica, rt.to_state)
+
+    # ---- change tracking for the UpdateMetadata cache --------------------------------------
+    def _metadata_topic_changed(self, topic: str) -> None:
+        self._metadata_changed.update(tp for tp in self._assignments if tp.topic == topic)
+
+    def take_metadata_changes(self) -> tuple[bool, frozenset[TopicPartition]]:
+        """``(everything, partitions)`` whose UpdateMetadata state may have changed since the
+        previous call (``everything``: all of them, e.g. broker liveness moved); resets both.
+
+        A partition listed may also be gone (its topic was removed).
+        """
+        everything, changed = self._metadata_all_changed, frozenset(self._metadata_changed)
+        self._metadata_all_changed = False
+        self._metadata_changed.clear()
+        return everything, changed

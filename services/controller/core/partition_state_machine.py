@@ -17,7 +17,6 @@ the other partitions of the batch are unaffected.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from enum import Enum
 
 from services.controller.core.context import ControllerContext
@@ -98,7 +97,7 @@ def decide_partition_changes(
     if target is PartitionState.ONLINE and selector is None:
         raise ValueError("a leader selector is required when the target state is ONLINE")
     b = PlanBuilder(ctx, now_ms)
-    for tp in sorted(set(partitions)):
+    for tp in sorted(dict.fromkeys(partitions)):  # input order kept: often sorted already
         current = ctx.partition_state(tp)
         if not is_valid_transition(current, target):
             allowed = sorted(s.value for s in target.valid_previous_states)
@@ -220,7 +219,7 @@ def _elect_leader(
             election.error,
         )
         return
-    stamped = replace(election.leader_and_isr, controller_epoch=b.ctx.controller_epoch)
+    stamped = election.leader_and_isr.with_epochs(controller_epoch=b.ctx.controller_epoch)
     if not stamped.same_decision_as(current):
         b.write(tp, stamped, create=False)
     b.request(LeaderAndIsrIntent(election.recipients, tp, is_new=False))

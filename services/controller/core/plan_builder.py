@@ -8,8 +8,6 @@ once, in one write, with one leader-epoch bump), and it folds everything into on
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from leasehold.statechange import StateChangeRecord
 from services.controller.core.context import ControllerContext
 from services.controller.core.model import (
@@ -43,6 +41,8 @@ class PlanBuilder:
         self._requests: list[BrokerRequestIntent] = []
         self._failures: list[StateChangeFailure] = []
         self._records: list[StateChangeRecord] = []
+        # False: replica transitions that keep the state (X -> X) are not recorded.
+        self.record_unchanged = True
 
     # ---- reads that see this batch's pending changes ---------------------------------------
     def leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
@@ -67,7 +67,9 @@ class PlanBuilder:
         """
         committed = self.ctx.leader_and_isr(tp)
         expected = 0 if create or committed is None else committed.partition_epoch
-        value = replace(lai, controller_epoch=self.ctx.controller_epoch, partition_epoch=expected)
+        value = lai.with_epochs(
+            controller_epoch=self.ctx.controller_epoch, partition_epoch=expected
+        )
         self._writes[tp] = (value, create)
         return value
 
@@ -116,6 +118,8 @@ class PlanBuilder:
         reason: str,
     ) -> None:
         self._replica_transitions.append(ReplicaTransition(replica, from_state, to_state))
+        if from_state is to_state and not self.record_unchanged:
+            return
         lai = self.leader_and_isr(replica.tp)
         self._records.append(
             StateChangeRecord(

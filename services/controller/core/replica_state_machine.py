@@ -54,15 +54,20 @@ def decide_replica_changes(
     *,
     now_ms: int,
     reason: str | None = None,
+    record_unchanged: bool = True,
 ) -> StateChangePlan:
     """Decide moving ``replicas`` to ``target``; see the module docstring.
 
     Replicas are handled grouped by broker, then partition (as Kafka groups by replica id).
-    ``reason`` overrides the state-change log reason (e.g. "reassigned").
+    ``reason`` overrides the state-change log reason (e.g. "reassigned"). With
+    ``record_unchanged`` False a replica already in ``target`` gets no state-change record (the
+    failover's Online -> Online startup: tens of thousands of records that change nothing);
+    everything else about its transition is the same.
     """
     b = PlanBuilder(ctx, now_ms)
+    b.record_unchanged = record_unchanged
     log_reason = reason or _DEFAULT_REASON[target]
-    for pr in sorted(set(replicas), key=lambda r: (r.replica, r.tp)):
+    for pr in _by_broker(replicas):
         current = ctx.replica_state(pr)
         if not is_valid_transition(current, target):
             allowed = sorted(s.value for s in target.valid_previous_states)
@@ -92,6 +97,22 @@ def decide_replica_changes(
         else:
             b.replica_transition(pr, current, target, log_reason)
     return b.build()
+
+
+def _by_broker(replicas: Iterable[PartitionReplica]) -> list[PartitionReplica]:
+    """Distinct replicas ordered by broker, then partition.
+
+    Bucketed by broker first: callers usually pass replicas in partition order, so each bucket
+    is already sorted and sorting it is linear, where one sort of 300,000 replicas by a
+    (broker, partition) key took over a second.
+    """
+    buckets: dict[int, list[PartitionReplica]] = {}
+    for pr in dict.fromkeys(replicas):
+        bucket = buckets.get(pr.replica)
+        if bucket is None:
+            buckets[pr.replica] = bucket = []
+        bucket.append(pr)
+    return [pr for broker in sorted(buckets) for pr in sorted(buckets[broker])]
 
 
 def _to_new(b: PlanBuilder, pr: PartitionReplica, current: ReplicaState, reason: str) -> None:

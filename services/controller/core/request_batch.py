@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from services.controller.core.context import ControllerContext
 from services.controller.core.model import (
@@ -50,8 +51,9 @@ class IllegalStateError(Exception):
     """A batch was started while the previous one still had unsent requests."""
 
 
-@dataclass(frozen=True)
-class LeaderAndIsrPartitionState:
+# The per-partition request states are named tuples: a failover at 100,000 partitions creates
+# hundreds of thousands of them, and a frozen dataclass's __init__ costs several times more.
+class LeaderAndIsrPartitionState(NamedTuple):
     tp: TopicPartition
     topic_id: str
     leader_and_isr: LeaderAndIsr
@@ -61,15 +63,13 @@ class LeaderAndIsrPartitionState:
     is_new: bool
 
 
-@dataclass(frozen=True)
-class StopReplicaPartitionState:
+class StopReplicaPartitionState(NamedTuple):
     tp: TopicPartition
     leader_epoch: int
     delete: bool
 
 
-@dataclass(frozen=True)
-class UpdateMetadataPartitionState:
+class UpdateMetadataPartitionState(NamedTuple):
     tp: TopicPartition
     topic_id: str
     controller_epoch: int
@@ -99,6 +99,29 @@ class BrokerRequests:
     stop_replica: tuple[StopReplicaPartitionState, ...]
     update_metadata: tuple[UpdateMetadataPartitionState, ...] | None
     live_brokers: tuple[BrokerInfo, ...]
+
+
+def update_metadata_state(
+    ctx: ControllerContext, tp: TopicPartition
+) -> UpdateMetadataPartitionState | None:
+    """What UpdateMetadata says about ``tp`` now; None while it has no leader/ISR state yet
+    (nothing a broker could serve). Shared by the batch and the failover's encoded cache."""
+    lai = ctx.leader_and_isr(tp)
+    if lai is None:
+        return None
+    replicas = ctx.replicas(tp)
+    deleting = ctx.is_topic_queued_for_deletion(tp.topic)
+    return UpdateMetadataPartitionState(
+        tp=tp,
+        topic_id=ctx.topic_id(tp.topic),
+        controller_epoch=lai.controller_epoch,
+        leader=LEADER_DURING_DELETE if deleting else lai.leader,
+        leader_epoch=lai.leader_epoch,
+        isr=lai.isr,
+        partition_epoch=lai.partition_epoch,
+        replicas=replicas,
+        offline_replicas=tuple(r for r in replicas if not ctx.is_replica_online(r, tp)),
+    )
 
 
 class RequestBatch:
@@ -141,6 +164,18 @@ class RequestBatch:
         assignment: ReplicaAssignment,
         is_new: bool = False,
     ) -> None:
+        self._add_leader_and_isr(brokers, tp, leader_and_isr, assignment, is_new)
+        self.add_update_metadata(self._ctx.live_or_shutting_down_broker_ids, (tp,))
+
+    def _add_leader_and_isr(
+        self,
+        brokers: Iterable[int],
+        tp: TopicPartition,
+        leader_and_isr: LeaderAndIsr,
+        assignment: ReplicaAssignment,
+        is_new: bool,
+    ) -> None:
+        topic_id = self._ctx.topic_id(tp.topic)
         for broker in brokers:
             if broker < 0:
                 continue
@@ -148,14 +183,13 @@ class RequestBatch:
             previous = per_broker.get(tp)
             per_broker[tp] = LeaderAndIsrPartitionState(
                 tp=tp,
-                topic_id=self._ctx.topic_id(tp.topic),
+                topic_id=topic_id,
                 leader_and_isr=leader_and_isr,
                 replicas=assignment.replicas,
                 adding_replicas=assignment.adding,
                 removing_replicas=assignment.removing,
                 is_new=is_new or (previous is not None and previous.is_new),
             )
-        self.add_update_metadata(self._ctx.live_or_shutting_down_broker_ids, (tp,))
 
     def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         if self._ctx.is_topic_queued_for_deletion(tp.topic):
@@ -177,27 +211,17 @@ class RequestBatch:
     ) -> None:
         self._update_metadata_brokers.update(b for b in brokers if b >= 0)
         for tp in partitions:
-            lai = self._ctx.leader_and_isr(tp)
-            if lai is None:
-                continue  # no leader yet: nothing a broker could serve
-            replicas = self._ctx.replicas(tp)
-            deleting = self._ctx.is_topic_queued_for_deletion(tp.topic)
-            self._update_metadata[tp] = UpdateMetadataPartitionState(
-                tp=tp,
-                topic_id=self._ctx.topic_id(tp.topic),
-                controller_epoch=lai.controller_epoch,
-                leader=LEADER_DURING_DELETE if deleting else lai.leader,
-                leader_epoch=lai.leader_epoch,
-                isr=lai.isr,
-                partition_epoch=lai.partition_epoch,
-                replicas=replicas,
-                offline_replicas=tuple(
-                    r for r in replicas if not self._ctx.is_replica_online(r, tp)
-                ),
-            )
+            state = update_metadata_state(self._ctx, tp)
+            if state is not None:
+                self._update_metadata[tp] = state
 
     def add_plan(self, plan: StateChangePlan) -> None:
-        """Queue an applied plan's requests, reading leader/ISR and assignment from the context."""
+        """Queue an applied plan's requests, reading leader/ISR and assignment from the context.
+
+        Each LeaderAndIsr also queues UpdateMetadata for its partition to every registered
+        broker; those are gathered and computed once per partition for the whole plan.
+        """
+        fan_out: dict[TopicPartition, None] = {}
         for intent in plan.requests:
             if isinstance(intent, LeaderAndIsrIntent):
                 lai = self._ctx.leader_and_isr(intent.tp)
@@ -207,11 +231,14 @@ class RequestBatch:
                         "apply the plan before queueing its requests"
                     )
                 assignment = self._ctx.assignment(intent.tp) or ReplicaAssignment(())
-                self.add_leader_and_isr(intent.brokers, intent.tp, lai, assignment, intent.is_new)
+                self._add_leader_and_isr(intent.brokers, intent.tp, lai, assignment, intent.is_new)
+                fan_out[intent.tp] = None
             elif isinstance(intent, StopReplicaIntent):
                 self.add_stop_replica(intent.brokers, intent.tp, intent.delete)
             elif isinstance(intent, UpdateMetadataIntent):
                 self.add_update_metadata(intent.brokers, intent.partitions)
+        if fan_out:
+            self.add_update_metadata(self._ctx.live_or_shutting_down_broker_ids, fan_out)
 
     def build(self) -> dict[int, BrokerRequests]:
         """One value per registered broker that has anything to receive; empties the batch."""

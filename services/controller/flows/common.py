@@ -111,6 +111,7 @@ async def move_replicas(
     target: ReplicaState,
     *,
     reason: str | None = None,
+    record_unchanged: bool = True,
 ) -> StateChangePlan:
     """Replica state machine ``handleStateChanges``: decide, commit (with retry), apply."""
     chosen = tuple(replicas)
@@ -120,7 +121,12 @@ async def move_replicas(
     def decide(subset: Sequence[TopicPartition]) -> StateChangePlan:
         keep = set(subset)
         return decide_replica_changes(
-            c.ctx, [r for r in chosen if r.tp in keep], target, now_ms=c.now_ms(), reason=reason
+            c.ctx,
+            [r for r in chosen if r.tp in keep],
+            target,
+            now_ms=c.now_ms(),
+            reason=reason,
+            record_unchanged=record_unchanged,
         )
 
     with telemetry.span(
@@ -131,10 +137,15 @@ async def move_replicas(
         reason=reason,
         controller_epoch=c.epoch,
     ) as span:
-        plan = await c.execute(
-            decide_replica_changes(c.ctx, chosen, target, now_ms=c.now_ms(), reason=reason),
-            retry=decide,
+        first = decide_replica_changes(
+            c.ctx,
+            chosen,
+            target,
+            now_ms=c.now_ms(),
+            reason=reason,
+            record_unchanged=record_unchanged,
         )
+        plan = await c.execute(first, retry=decide)
         span.set_attributes(telemetry.attrs(failure_count=len(plan.failures)))
     return plan
 

@@ -56,16 +56,29 @@ class TopicDeletionManager:
         self._timers.clear()
 
     # ---- queueing ----------------------------------------------------------------------------
-    async def init(self) -> None:
-        """Failover: every intent is a topic to delete; mark the ineligible ones."""
+    def queue_pending(self) -> list[IntentOutcome]:
+        """Failover, before the first UpdateMetadata (which shows their partitions with leader
+        -2): every intent is a topic to delete. Returns the intents to answer without deleting
+        anything (``init`` answers them), so no etcd round trip delays that UpdateMetadata."""
+        return self._mark_queued(sorted(self.c.view.deletions))
+
+    async def init(self, answered: Sequence[IntentOutcome]) -> None:
+        """Failover, after the first UpdateMetadata: answer ``queue_pending``'s intents and mark
+        the queued topics with a replica on a dead broker or a partition being reassigned
+        ineligible. Only the queued topics' partitions are looked at."""
         c = self.c
-        await self._queue(sorted(c.view.deletions))
+        await finish_intents(c, answered)
         ctx = c.ctx
-        _, offline = ctx.online_and_offline_replicas()
-        with_offline = {r.topic for r in offline}
-        reassigning = {tp.topic for tp in ctx.partitions_being_reassigned()}
-        for topic in ctx.topics_to_be_deleted & (with_offline | reassigning):
-            ctx.apply_topic_deletion_eligibility(topic, ineligible=True)
+        for topic in ctx.topics_to_be_deleted:
+            tps = ctx.partitions_for_topic(topic)
+            dead = any(
+                not ctx.is_replica_online(r, tp, include_shutting_down=True)
+                for tp in tps
+                for r in ctx.replicas(tp)
+            )
+            reassigning = any(ctx.assignment(tp).is_being_reassigned for tp in tps)
+            if dead or reassigning:
+                ctx.apply_topic_deletion_eligibility(topic, ineligible=True)
 
     async def on_intents(self, event: TopicDeletion) -> None:
         intents = [u for u in event.updates if u.intent is not None]
@@ -77,6 +90,11 @@ class TopicDeletionManager:
             await self.resume()
 
     async def _queue(self, topics: Iterable[str]) -> None:
+        await finish_intents(self.c, self._mark_queued(topics))
+
+    def _mark_queued(self, topics: Iterable[str]) -> list[IntentOutcome]:
+        """Queue the topics an intent names; the intents to answer at once (deletion disabled,
+        already deleted, wrong topic id)."""
         c = self.c
         ctx = c.ctx
         finished: list[IntentOutcome] = []
@@ -101,7 +119,7 @@ class TopicDeletionManager:
                 log.info("topic %s queued for deletion", topic)
                 continue
             finished.append(self._outcome(topic, intent, revision, code, message))
-        await finish_intents(c, finished)
+        return finished
 
     def _outcome(
         self, topic: str, intent: metadata_pb2.TopicDeletion, revision: int, code: int, msg: str

@@ -4,11 +4,20 @@
 2. ``failover`` runs once the context has seen every change up to the bump's revision, so the
    context is the cluster at one revision (a hot standby is already there; a cold start waits
    for its first load):
-   deletions in progress; UpdateMetadata to all live brokers *before* the state machines start
-   (brokers must know the live brokers before they act on LeaderAndIsr); replica state machine
-   startup, then partition state machine startup; pending reassignments resumed; topic deletion
-   tried; pending elections run; the auto-rebalance scheduler started.
+   topics being deleted queued; UpdateMetadata to all live brokers *before* the state machines
+   start (brokers must know the live brokers before they act on LeaderAndIsr); deletion
+   intents answered and ineligible topics marked; replica state machine startup, then partition
+   state machine startup; pending reassignments resumed; topic deletion tried; pending
+   elections run; the auto-rebalance scheduler started.
 Resignation (``Controller.deactivate``) undoes all of it.
+
+Brokers learn the new epoch from that UpdateMetadata, so it must leave at once, not after the
+state machines (seconds of computing at 100,000 partitions, during which the sender tasks could
+not run): it is built from the standby's encoded cache (``metadata_cache``), and the failover
+waits until gRPC has every broker's copy before computing on. The replica state machine's
+startup moves every live replica Online -> Online to resend LeaderAndIsr; those self-transitions
+change nothing and are not written to the state-change log one record per replica (Kafka logs
+them at trace level), only counted in the controller log.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from leasehold import telemetry
 from services.controller import statelog
+from services.controller.channels import UPDATE_METADATA
 from services.controller.core import (
     LeaderSelector,
     PartitionState,
@@ -33,6 +43,9 @@ if TYPE_CHECKING:
     from services.controller.controller import Controller
 
 log = logging.getLogger(__name__)
+
+# How long the failover waits for gRPC to take its UpdateMetadata before computing on anyway.
+ISSUE_TIMEOUT_S = 0.5
 
 
 class Failover:
@@ -84,12 +97,14 @@ class Failover:
         for info in ctx.brokers.values():
             c.channels.add_broker(info)
 
-        # Deletions in progress (and delete.topic.enable=false answered).
-        await c.flows.deletion.init()
+        # Topics being deleted first: the UpdateMetadata shows them with leader -2.
+        answered = c.flows.deletion.queue_pending()
 
-        # UpdateMetadata to every live broker before any LeaderAndIsr.
-        c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, ctx.all_partitions())
-        c.flush()
+        # UpdateMetadata to every live broker before any LeaderAndIsr, on the wire now.
+        await self._push_metadata(started)
+
+        # Deletions in progress: intents answered (delete.topic.enable=false), ineligibility.
+        await c.flows.deletion.init(answered)
 
         # Replica state machine startup: initial states, then every live replica online.
         online, offline = ctx.online_and_offline_replicas()
@@ -97,7 +112,12 @@ class Failover:
             ctx.apply_replica_state(pr, ReplicaState.ONLINE)
         for pr in offline:
             ctx.apply_replica_state(pr, ReplicaState.REPLICA_DELETION_INELIGIBLE)
-        await move_replicas(c, online, ReplicaState.ONLINE)
+        await move_replicas(c, online, ReplicaState.ONLINE, record_unchanged=False)
+        log.info(
+            "replica state machine started: %d replicas online, %d ineligible",
+            len(online),
+            len(offline),
+        )
         c.flush()
 
         # Partition state machine startup: initial states, then New/Offline -> Online.
@@ -135,4 +155,25 @@ class Failover:
             duration_ms,
             len(ctx.all_partitions()),
             len(ctx.brokers),
+        )
+
+    async def _push_metadata(self, started: float) -> None:
+        """Every partition to every registered broker, from the cache, handed to gRPC."""
+        c = self.c
+        channels = c.channels
+        assert channels is not None
+        s = channels.settings
+        requests = c.metadata_cache.full_update_metadata(
+            c.ctx, s.controller_host, s.controller_port
+        )
+        for broker_id, request in requests.items():
+            channels.send(broker_id, UPDATE_METADATA, request)
+        issued = await channels.wait_issued(ISSUE_TIMEOUT_S)
+        log.log(
+            logging.INFO if issued else logging.WARNING,
+            "UpdateMetadata with %d partitions %s to %d brokers %.1f ms into the failover",
+            len(c.metadata_cache),
+            "sent" if issued else "still queued",
+            len(requests),
+            (time.monotonic() - started) * 1000,
         )

@@ -4,11 +4,14 @@ The broker is marked shutting down (it may no longer lead or join an ISR, KIP-84
 leads (replicated, not being deleted) get a new leader from the controlled-shutdown selector;
 partitions it follows get StopReplica and lose it from their ISR (OfflineReplica). The answer
 lists the replicated partitions it still leads; an empty list means it may stop now. The broker
-retries until the list is empty or it gives up and stops anyway.
+retries until the list is empty or it gives up and stops anyway. The answer leaves before the
+event's broker requests are built: they are for the other brokers, and the one stopping need
+not wait for them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -20,6 +23,7 @@ from services.controller.core import (
     PartitionReplica,
     PartitionState,
     ReplicaState,
+    TopicPartition,
 )
 from services.controller.events import ControlledShutdown
 from services.controller.flows.common import move_partitions, move_replicas
@@ -51,6 +55,9 @@ class ControlledShutdownFlow:
         finally:  # a caller always gets an answer, even when we were deposed meanwhile
             if not event.future.done():
                 event.future.set_result(response)
+        # Let the servicer send the answer before this event's requests are built and queued
+        # (a LeaderAndIsr per moved partition): the broker may stop as soon as it has it.
+        await asyncio.sleep(0)
 
     async def _shutdown(self, req: controller_pb2.ControlledShutdownRequest) -> Response:
         c = self.c
@@ -71,15 +78,15 @@ class ControlledShutdownFlow:
         if broker_id not in ctx.shutting_down_broker_ids:
             ctx.apply_broker_shutting_down(broker_id)
             c.statelog.broker(statelog.BROKER_SHUTDOWN, broker_id, c.epoch)
-        acted_on = [
-            tp
-            for tp in ctx.partitions_on_broker(broker_id)
-            if ctx.leader_and_isr(tp) is not None
-            and len(ctx.replicas(tp)) > 1
-            and not ctx.is_topic_queued_for_deletion(tp.topic)
-        ]
-        led = [tp for tp in acted_on if ctx.leader_and_isr(tp).leader == broker_id]
-        followed = [tp for tp in acted_on if tp not in led]
+        led: list[TopicPartition] = []
+        followed: list[TopicPartition] = []
+        for tp in ctx.partitions_on_broker(broker_id):  # sorted, so both lists are too
+            lai = ctx.leader_and_isr(tp)
+            if lai is None or len(ctx.replicas(tp)) <= 1:
+                continue
+            if ctx.is_topic_queued_for_deletion(tp.topic):
+                continue
+            (led if lai.leader == broker_id else followed).append(tp)
         await move_partitions(
             c, led, PartitionState.ONLINE, selector=LeaderSelector.CONTROLLED_SHUTDOWN
         )

@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from leasehold.common.v1 import common_pb2 as leasehold_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n leasehold/broker/v1/broker.proto\x12\x13leasehold.broker.v1\x1a leasehold/common/v1/common.proto\"*\n\x0cRecordHeader\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\"\x9a\x01\n\x06Record\x12\x0e\n\x06offset\x18\x01 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x03key\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x12\n\x05value\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\x32\n\x07headers\x18\x05 \x03(\x0b\x32!.leasehold.broker.v1.RecordHeaderB\x06\n\x04_keyB\x08\n\x06_value\"u\n\x14PartitionProduceData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12,\n\x07records\x18\x02 \x03(\x0b\x32\x1b.leasehold.broker.v1.Record\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\"`\n\x10TopicProduceData\x12\r\n\x05topic\x18\x01 \x01(\t\x12=\n\npartitions\x18\x02 \x03(\x0b\x32).leasehold.broker.v1.PartitionProduceData\"i\n\x0eProduceRequest\x12\x0c\n\x04\x61\x63ks\x18\x01 \x01(\x05\x12\x12\n\ntimeout_ms\x18\x02 \x01(\x05\x12\x35\n\x06topics\x18\x03 \x03(\x0b\x32%.leasehold.broker.v1.TopicProduceData\"\x82\x02\n\x18PartitionProduceResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x13\n\x0b\x62\x61se_offset\x18\x04 \x01(\x03\x12\x1a\n\x12log_append_time_ms\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12=\n\x0e\x63urrent_leader\x18\x07 \x01(\x0b\x32%.leasehold.common.v1.LeaderIdAndEpoch\"h\n\x14TopicProduceResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x41\n\npartitions\x18\x02 \x03(\x0b\x32-.leasehold.broker.v1.PartitionProduceResponse\"\x89\x01\n\x0fProduceResponse\x12\x39\n\x06topics\x18\x01 \x03(\x0b\x32).leasehold.broker.v1.TopicProduceResponse\x12;\n\x0enode_endpoints\x18\x02 \x03(\x0b\x32#.leasehold.common.v1.BrokerEndpoint\"\xaa\x01\n\x0e\x46\x65tchPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x03 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x04 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x1b\n\x13partition_max_bytes\x18\x06 \x01(\x05\"T\n\nFetchTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x37\n\npartitions\x18\x02 \x03(\x0b\x32#.leasehold.broker.v1.FetchPartition\"\xe6\x01\n\x0c\x46\x65tchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x1c\n\x14replica_broker_epoch\x18\x02 \x01(\x03\x12\x13\n\x0bmax_wait_ms\x18\x03 \x01(\x05\x12\x11\n\tmin_bytes\x18\x04 \x01(\x05\x12\x11\n\tmax_bytes\x18\x05 \x01(\x05\x12/\n\x06topics\x18\x06 \x03(\x0b\x32\x1f.leasehold.broker.v1.FetchTopic\x12\x38\n\rrecord_format\x18\x07 \x01(\x0e\x32!.leasehold.broker.v1.RecordFormat\"3\n\x0e\x45pochEndOffset\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x12\n\nend_offset\x18\x02 \x01(\x03\"\x84\x03\n\x16\x46\x65tchPartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x16\n\x0ehigh_watermark\x18\x03 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x04 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x05 \x01(\x03\x12<\n\x0f\x64iverging_epoch\x18\x06 \x01(\x0b\x32#.leasehold.broker.v1.EpochEndOffset\x12=\n\x0e\x63urrent_leader\x18\x07 \x01(\x0b\x32%.leasehold.common.v1.LeaderIdAndEpoch\x12\x0f\n\x07records\x18\x08 \x01(\x0c\x12\x34\n\x0f\x64\x65\x63oded_records\x18\t \x03(\x0b\x32\x1b.leasehold.broker.v1.Record\x12\x15\n\rerror_message\x18\n \x01(\t\"d\n\x12\x46\x65tchTopicResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.leasehold.broker.v1.FetchPartitionResponse\"|\n\rFetchResponse\x12\x32\n\nerror_code\x18\x01 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x37\n\x06topics\x18\x02 \x03(\x0b\x32\'.leasehold.broker.v1.FetchTopicResponse\"Z\n\x14ListOffsetsPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05\x12\x11\n\ttimestamp\x18\x03 \x01(\x03\"`\n\x10ListOffsetsTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12=\n\npartitions\x18\x02 \x03(\x0b\x32).leasehold.broker.v1.ListOffsetsPartition\"_\n\x12ListOffsetsRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x35\n\x06topics\x18\x02 \x03(\x0b\x32%.leasehold.broker.v1.ListOffsetsTopic\"\x9e\x01\n\x1cListOffsetsPartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x11\n\ttimestamp\x18\x03 \x01(\x03\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\"p\n\x18ListOffsetsTopicResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x45\n\npartitions\x18\x02 \x03(\x0b\x32\x31.leasehold.broker.v1.ListOffsetsPartitionResponse\"T\n\x13ListOffsetsResponse\x12=\n\x06topics\x18\x01 \x03(\x0b\x32-.leasehold.broker.v1.ListOffsetsTopicResponse\"a\n\x18OffsetForLeaderPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"h\n\x14OffsetForLeaderTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x41\n\npartitions\x18\x02 \x03(\x0b\x32-.leasehold.broker.v1.OffsetForLeaderPartition\"m\n\x1cOffsetsForLeaderEpochRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x39\n\x06topics\x18\x02 \x03(\x0b\x32).leasehold.broker.v1.OffsetForLeaderTopic\"\x89\x01\n\x16\x45pochEndOffsetResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x12\n\nend_offset\x18\x04 \x01(\x03\"n\n\x1cOffsetForLeaderTopicResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.leasehold.broker.v1.EpochEndOffsetResponse\"b\n\x1dOffsetsForLeaderEpochResponse\x12\x41\n\x06topics\x18\x01 \x03(\x0b\x32\x31.leasehold.broker.v1.OffsetForLeaderTopicResponse\"5\n\x0fMetadataRequest\x12\x0e\n\x06topics\x18\x01 \x03(\t\x12\x12\n\nall_topics\x18\x02 \x01(\x08\"\xb9\x01\n\x11MetadataPartition\x12\x32\n\nerror_code\x18\x01 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x0e\n\x06leader\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x10\n\x08replicas\x18\x05 \x03(\x05\x12\x0b\n\x03isr\x18\x06 \x03(\x05\x12\x18\n\x10offline_replicas\x18\x07 \x03(\x05\"\x9f\x01\n\rMetadataTopic\x12\x32\n\nerror_code\x18\x01 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12:\n\npartitions\x18\x04 \x03(\x0b\x32&.leasehold.broker.v1.MetadataPartition\"\xc1\x01\n\x10MetadataResponse\x12\x34\n\x07\x62rokers\x18\x01 \x03(\x0b\x32#.leasehold.common.v1.BrokerEndpoint\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12\x15\n\rcontroller_id\x18\x03 \x01(\x05\x12\x32\n\x06topics\x18\x04 \x03(\x0b\x32\".leasehold.broker.v1.MetadataTopic\x12\x18\n\x10\x63ontroller_epoch\x18\x05 \x01(\x05*c\n\x0cRecordFormat\x12\x1d\n\x19RECORD_FORMAT_UNSPECIFIED\x10\x00\x12\x19\n\x15RECORD_FORMAT_BATCHES\x10\x01\x12\x19\n\x15RECORD_FORMAT_RECORDS\x10\x02\x32\xf0\x03\n\rBrokerService\x12T\n\x07Produce\x12#.leasehold.broker.v1.ProduceRequest\x1a$.leasehold.broker.v1.ProduceResponse\x12N\n\x05\x46\x65tch\x12!.leasehold.broker.v1.FetchRequest\x1a\".leasehold.broker.v1.FetchResponse\x12`\n\x0bListOffsets\x12\'.leasehold.broker.v1.ListOffsetsRequest\x1a(.leasehold.broker.v1.ListOffsetsResponse\x12~\n\x15OffsetsForLeaderEpoch\x12\x31.leasehold.broker.v1.OffsetsForLeaderEpochRequest\x1a\x32.leasehold.broker.v1.OffsetsForLeaderEpochResponse\x12W\n\x08Metadata\x12$.leasehold.broker.v1.MetadataRequest\x1a%.leasehold.broker.v1.MetadataResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n leasehold/broker/v1/broker.proto\x12\x13leasehold.broker.v1\x1a leasehold/common/v1/common.proto\"*\n\x0cRecordHeader\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\"\x9a\x01\n\x06Record\x12\x0e\n\x06offset\x18\x01 \x01(\x03\x12\x14\n\x0ctimestamp_ms\x18\x02 \x01(\x03\x12\x10\n\x03key\x18\x03 \x01(\x0cH\x00\x88\x01\x01\x12\x12\n\x05value\x18\x04 \x01(\x0cH\x01\x88\x01\x01\x12\x32\n\x07headers\x18\x05 \x03(\x0b\x32!.leasehold.broker.v1.RecordHeaderB\x06\n\x04_keyB\x08\n\x06_value\"u\n\x14PartitionProduceData\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12,\n\x07records\x18\x02 \x03(\x0b\x32\x1b.leasehold.broker.v1.Record\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x03 \x01(\x05\"`\n\x10TopicProduceData\x12\r\n\x05topic\x18\x01 \x01(\t\x12=\n\npartitions\x18\x02 \x03(\x0b\x32).leasehold.broker.v1.PartitionProduceData\"i\n\x0eProduceRequest\x12\x0c\n\x04\x61\x63ks\x18\x01 \x01(\x05\x12\x12\n\ntimeout_ms\x18\x02 \x01(\x05\x12\x35\n\x06topics\x18\x03 \x03(\x0b\x32%.leasehold.broker.v1.TopicProduceData\"\x82\x02\n\x18PartitionProduceResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x15\n\rerror_message\x18\x03 \x01(\t\x12\x13\n\x0b\x62\x61se_offset\x18\x04 \x01(\x03\x12\x1a\n\x12log_append_time_ms\x18\x05 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x06 \x01(\x03\x12=\n\x0e\x63urrent_leader\x18\x07 \x01(\x0b\x32%.leasehold.common.v1.LeaderIdAndEpoch\"h\n\x14TopicProduceResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x41\n\npartitions\x18\x02 \x03(\x0b\x32-.leasehold.broker.v1.PartitionProduceResponse\"\x89\x01\n\x0fProduceResponse\x12\x39\n\x06topics\x18\x01 \x03(\x0b\x32).leasehold.broker.v1.TopicProduceResponse\x12;\n\x0enode_endpoints\x18\x02 \x03(\x0b\x32#.leasehold.common.v1.BrokerEndpoint\"\xaa\x01\n\x0e\x46\x65tchPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x03 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x04 \x01(\x05\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x1b\n\x13partition_max_bytes\x18\x06 \x01(\x05\"T\n\nFetchTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x37\n\npartitions\x18\x02 \x03(\x0b\x32#.leasehold.broker.v1.FetchPartition\"\xe7\x02\n\x0c\x46\x65tchRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x1c\n\x14replica_broker_epoch\x18\x02 \x01(\x03\x12\x13\n\x0bmax_wait_ms\x18\x03 \x01(\x05\x12\x11\n\tmin_bytes\x18\x04 \x01(\x05\x12\x11\n\tmax_bytes\x18\x05 \x01(\x05\x12/\n\x06topics\x18\x06 \x03(\x0b\x32\x1f.leasehold.broker.v1.FetchTopic\x12\x38\n\rrecord_format\x18\x07 \x01(\x0e\x32!.leasehold.broker.v1.RecordFormat\x12\x12\n\nsession_id\x18\x08 \x01(\x05\x12\x1a\n\rsession_epoch\x18\t \x01(\x05H\x00\x88\x01\x01\x12=\n\x10\x66orgotten_topics\x18\n \x03(\x0b\x32#.leasehold.broker.v1.ForgottenTopicB\x10\n\x0e_session_epoch\"3\n\x0e\x46orgottenTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x12\n\npartitions\x18\x02 \x03(\x05\"3\n\x0e\x45pochEndOffset\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x12\n\nend_offset\x18\x02 \x01(\x03\"\x84\x03\n\x16\x46\x65tchPartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x16\n\x0ehigh_watermark\x18\x03 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x04 \x01(\x03\x12\x16\n\x0elog_end_offset\x18\x05 \x01(\x03\x12<\n\x0f\x64iverging_epoch\x18\x06 \x01(\x0b\x32#.leasehold.broker.v1.EpochEndOffset\x12=\n\x0e\x63urrent_leader\x18\x07 \x01(\x0b\x32%.leasehold.common.v1.LeaderIdAndEpoch\x12\x0f\n\x07records\x18\x08 \x01(\x0c\x12\x34\n\x0f\x64\x65\x63oded_records\x18\t \x03(\x0b\x32\x1b.leasehold.broker.v1.Record\x12\x15\n\rerror_message\x18\n \x01(\t\"d\n\x12\x46\x65tchTopicResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.leasehold.broker.v1.FetchPartitionResponse\"\x90\x01\n\rFetchResponse\x12\x32\n\nerror_code\x18\x01 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x37\n\x06topics\x18\x02 \x03(\x0b\x32\'.leasehold.broker.v1.FetchTopicResponse\x12\x12\n\nsession_id\x18\x03 \x01(\x05\"Z\n\x14ListOffsetsPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05\x12\x11\n\ttimestamp\x18\x03 \x01(\x03\"`\n\x10ListOffsetsTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12=\n\npartitions\x18\x02 \x03(\x0b\x32).leasehold.broker.v1.ListOffsetsPartition\"_\n\x12ListOffsetsRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x35\n\x06topics\x18\x02 \x03(\x0b\x32%.leasehold.broker.v1.ListOffsetsTopic\"\x9e\x01\n\x1cListOffsetsPartitionResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x11\n\ttimestamp\x18\x03 \x01(\x03\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\"p\n\x18ListOffsetsTopicResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x45\n\npartitions\x18\x02 \x03(\x0b\x32\x31.leasehold.broker.v1.ListOffsetsPartitionResponse\"T\n\x13ListOffsetsResponse\x12=\n\x06topics\x18\x01 \x03(\x0b\x32-.leasehold.broker.v1.ListOffsetsTopicResponse\"a\n\x18OffsetForLeaderPartition\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x1c\n\x14\x63urrent_leader_epoch\x18\x02 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\"h\n\x14OffsetForLeaderTopic\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x41\n\npartitions\x18\x02 \x03(\x0b\x32-.leasehold.broker.v1.OffsetForLeaderPartition\"m\n\x1cOffsetsForLeaderEpochRequest\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x39\n\x06topics\x18\x02 \x03(\x0b\x32).leasehold.broker.v1.OffsetForLeaderTopic\"\x89\x01\n\x16\x45pochEndOffsetResponse\x12\x11\n\tpartition\x18\x01 \x01(\x05\x12\x32\n\nerror_code\x18\x02 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x05\x12\x12\n\nend_offset\x18\x04 \x01(\x03\"n\n\x1cOffsetForLeaderTopicResponse\x12\r\n\x05topic\x18\x01 \x01(\t\x12?\n\npartitions\x18\x02 \x03(\x0b\x32+.leasehold.broker.v1.EpochEndOffsetResponse\"b\n\x1dOffsetsForLeaderEpochResponse\x12\x41\n\x06topics\x18\x01 \x03(\x0b\x32\x31.leasehold.broker.v1.OffsetForLeaderTopicResponse\"5\n\x0fMetadataRequest\x12\x0e\n\x06topics\x18\x01 \x03(\t\x12\x12\n\nall_topics\x18\x02 \x01(\x08\"\xb9\x01\n\x11MetadataPartition\x12\x32\n\nerror_code\x18\x01 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x11\n\tpartition\x18\x02 \x01(\x05\x12\x0e\n\x06leader\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x10\n\x08replicas\x18\x05 \x03(\x05\x12\x0b\n\x03isr\x18\x06 \x03(\x05\x12\x18\n\x10offline_replicas\x18\x07 \x03(\x05\"\x9f\x01\n\rMetadataTopic\x12\x32\n\nerror_code\x18\x01 \x01(\x0e\x32\x1e.leasehold.common.v1.ErrorCode\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x10\n\x08topic_id\x18\x03 \x01(\t\x12:\n\npartitions\x18\x04 \x03(\x0b\x32&.leasehold.broker.v1.MetadataPartition\"\xc1\x01\n\x10MetadataResponse\x12\x34\n\x07\x62rokers\x18\x01 \x03(\x0b\x32#.leasehold.common.v1.BrokerEndpoint\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12\x15\n\rcontroller_id\x18\x03 \x01(\x05\x12\x32\n\x06topics\x18\x04 \x03(\x0b\x32\".leasehold.broker.v1.MetadataTopic\x12\x18\n\x10\x63ontroller_epoch\x18\x05 \x01(\x05*c\n\x0cRecordFormat\x12\x1d\n\x19RECORD_FORMAT_UNSPECIFIED\x10\x00\x12\x19\n\x15RECORD_FORMAT_BATCHES\x10\x01\x12\x19\n\x15RECORD_FORMAT_RECORDS\x10\x02\x32\xf0\x03\n\rBrokerService\x12T\n\x07Produce\x12#.leasehold.broker.v1.ProduceRequest\x1a$.leasehold.broker.v1.ProduceResponse\x12N\n\x05\x46\x65tch\x12!.leasehold.broker.v1.FetchRequest\x1a\".leasehold.broker.v1.FetchResponse\x12`\n\x0bListOffsets\x12\'.leasehold.broker.v1.ListOffsetsRequest\x1a(.leasehold.broker.v1.ListOffsetsResponse\x12~\n\x15OffsetsForLeaderEpoch\x12\x31.leasehold.broker.v1.OffsetsForLeaderEpochRequest\x1a\x32.leasehold.broker.v1.OffsetsForLeaderEpochResponse\x12W\n\x08Metadata\x12$.leasehold.broker.v1.MetadataRequest\x1a%.leasehold.broker.v1.MetadataResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'leasehold.broker.v1.broker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RECORDFORMAT']._serialized_start=4204
-  _globals['_RECORDFORMAT']._serialized_end=4303
+  _globals['_RECORDFORMAT']._serialized_start=4407
+  _globals['_RECORDFORMAT']._serialized_end=4506
   _globals['_RECORDHEADER']._serialized_start=91
   _globals['_RECORDHEADER']._serialized_end=133
   _globals['_RECORD']._serialized_start=136
@@ -55,47 +55,49 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FETCHTOPIC']._serialized_start=1296
   _globals['_FETCHTOPIC']._serialized_end=1380
   _globals['_FETCHREQUEST']._serialized_start=1383
-  _globals['_FETCHREQUEST']._serialized_end=1613
-  _globals['_EPOCHENDOFFSET']._serialized_start=1615
-  _globals['_EPOCHENDOFFSET']._serialized_end=1666
-  _globals['_FETCHPARTITIONRESPONSE']._serialized_start=1669
-  _globals['_FETCHPARTITIONRESPONSE']._serialized_end=2057
-  _globals['_FETCHTOPICRESPONSE']._serialized_start=2059
-  _globals['_FETCHTOPICRESPONSE']._serialized_end=2159
-  _globals['_FETCHRESPONSE']._serialized_start=2161
-  _globals['_FETCHRESPONSE']._serialized_end=2285
-  _globals['_LISTOFFSETSPARTITION']._serialized_start=2287
-  _globals['_LISTOFFSETSPARTITION']._serialized_end=2377
-  _globals['_LISTOFFSETSTOPIC']._serialized_start=2379
-  _globals['_LISTOFFSETSTOPIC']._serialized_end=2475
-  _globals['_LISTOFFSETSREQUEST']._serialized_start=2477
-  _globals['_LISTOFFSETSREQUEST']._serialized_end=2572
-  _globals['_LISTOFFSETSPARTITIONRESPONSE']._serialized_start=2575
-  _globals['_LISTOFFSETSPARTITIONRESPONSE']._serialized_end=2733
-  _globals['_LISTOFFSETSTOPICRESPONSE']._serialized_start=2735
-  _globals['_LISTOFFSETSTOPICRESPONSE']._serialized_end=2847
-  _globals['_LISTOFFSETSRESPONSE']._serialized_start=2849
-  _globals['_LISTOFFSETSRESPONSE']._serialized_end=2933
-  _globals['_OFFSETFORLEADERPARTITION']._serialized_start=2935
-  _globals['_OFFSETFORLEADERPARTITION']._serialized_end=3032
-  _globals['_OFFSETFORLEADERTOPIC']._serialized_start=3034
-  _globals['_OFFSETFORLEADERTOPIC']._serialized_end=3138
-  _globals['_OFFSETSFORLEADEREPOCHREQUEST']._serialized_start=3140
-  _globals['_OFFSETSFORLEADEREPOCHREQUEST']._serialized_end=3249
-  _globals['_EPOCHENDOFFSETRESPONSE']._serialized_start=3252
-  _globals['_EPOCHENDOFFSETRESPONSE']._serialized_end=3389
-  _globals['_OFFSETFORLEADERTOPICRESPONSE']._serialized_start=3391
-  _globals['_OFFSETFORLEADERTOPICRESPONSE']._serialized_end=3501
-  _globals['_OFFSETSFORLEADEREPOCHRESPONSE']._serialized_start=3503
-  _globals['_OFFSETSFORLEADEREPOCHRESPONSE']._serialized_end=3601
-  _globals['_METADATAREQUEST']._serialized_start=3603
-  _globals['_METADATAREQUEST']._serialized_end=3656
-  _globals['_METADATAPARTITION']._serialized_start=3659
-  _globals['_METADATAPARTITION']._serialized_end=3844
-  _globals['_METADATATOPIC']._serialized_start=3847
-  _globals['_METADATATOPIC']._serialized_end=4006
-  _globals['_METADATARESPONSE']._serialized_start=4009
-  _globals['_METADATARESPONSE']._serialized_end=4202
-  _globals['_BROKERSERVICE']._serialized_start=4306
-  _globals['_BROKERSERVICE']._serialized_end=4802
+  _globals['_FETCHREQUEST']._serialized_end=1742
+  _globals['_FORGOTTENTOPIC']._serialized_start=1744
+  _globals['_FORGOTTENTOPIC']._serialized_end=1795
+  _globals['_EPOCHENDOFFSET']._serialized_start=1797
+  _globals['_EPOCHENDOFFSET']._serialized_end=1848
+  _globals['_FETCHPARTITIONRESPONSE']._serialized_start=1851
+  _globals['_FETCHPARTITIONRESPONSE']._serialized_end=2239
+  _globals['_FETCHTOPICRESPONSE']._serialized_start=2241
+  _globals['_FETCHTOPICRESPONSE']._serialized_end=2341
+  _globals['_FETCHRESPONSE']._serialized_start=2344
+  _globals['_FETCHRESPONSE']._serialized_end=2488
+  _globals['_LISTOFFSETSPARTITION']._serialized_start=2490
+  _globals['_LISTOFFSETSPARTITION']._serialized_end=2580
+  _globals['_LISTOFFSETSTOPIC']._serialized_start=2582
+  _globals['_LISTOFFSETSTOPIC']._serialized_end=2678
+  _globals['_LISTOFFSETSREQUEST']._serialized_start=2680
+  _globals['_LISTOFFSETSREQUEST']._serialized_end=2775
+  _globals['_LISTOFFSETSPARTITIONRESPONSE']._serialized_start=2778
+  _globals['_LISTOFFSETSPARTITIONRESPONSE']._serialized_end=2936
+  _globals['_LISTOFFSETSTOPICRESPONSE']._serialized_start=2938
+  _globals['_LISTOFFSETSTOPICRESPONSE']._serialized_end=3050
+  _globals['_LISTOFFSETSRESPONSE']._serialized_start=3052
+  _globals['_LISTOFFSETSRESPONSE']._serialized_end=3136
+  _globals['_OFFSETFORLEADERPARTITION']._serialized_start=3138
+  _globals['_OFFSETFORLEADERPARTITION']._serialized_end=3235
+  _globals['_OFFSETFORLEADERTOPIC']._serialized_start=3237
+  _globals['_OFFSETFORLEADERTOPIC']._serialized_end=3341
+  _globals['_OFFSETSFORLEADEREPOCHREQUEST']._serialized_start=3343
+  _globals['_OFFSETSFORLEADEREPOCHREQUEST']._serialized_end=3452
+  _globals['_EPOCHENDOFFSETRESPONSE']._serialized_start=3455
+  _globals['_EPOCHENDOFFSETRESPONSE']._serialized_end=3592
+  _globals['_OFFSETFORLEADERTOPICRESPONSE']._serialized_start=3594
+  _globals['_OFFSETFORLEADERTOPICRESPONSE']._serialized_end=3704
+  _globals['_OFFSETSFORLEADEREPOCHRESPONSE']._serialized_start=3706
+  _globals['_OFFSETSFORLEADEREPOCHRESPONSE']._serialized_end=3804
+  _globals['_METADATAREQUEST']._serialized_start=3806
+  _globals['_METADATAREQUEST']._serialized_end=3859
+  _globals['_METADATAPARTITION']._serialized_start=3862
+  _globals['_METADATAPARTITION']._serialized_end=4047
+  _globals['_METADATATOPIC']._serialized_start=4050
+  _globals['_METADATATOPIC']._serialized_end=4209
+  _globals['_METADATARESPONSE']._serialized_start=4212
+  _globals['_METADATARESPONSE']._serialized_end=4405
+  _globals['_BROKERSERVICE']._serialized_start=4509
+  _globals['_BROKERSERVICE']._serialized_end=5005
 # @@protoc_insertion_point(module_scope)

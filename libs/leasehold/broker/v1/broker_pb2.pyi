@@ -126,7 +126,7 @@ class FetchTopic(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchPartition, _Mapping]]] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("replica_id", "replica_broker_epoch", "max_wait_ms", "min_bytes", "max_bytes", "topics", "record_format")
+    __slots__ = ("replica_id", "replica_broker_epoch", "max_wait_ms", "min_bytes", "max_bytes", "topics", "record_format", "session_id", "session_epoch", "forgotten_topics")
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICA_BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -134,6 +134,9 @@ class FetchRequest(_message.Message):
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     RECORD_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_TOPICS_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     replica_broker_epoch: int
     max_wait_ms: int
@@ -141,7 +144,18 @@ class FetchRequest(_message.Message):
     max_bytes: int
     topics: _containers.RepeatedCompositeFieldContainer[FetchTopic]
     record_format: RecordFormat
-    def __init__(self, replica_id: _Optional[int] = ..., replica_broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchTopic, _Mapping]]] = ..., record_format: _Optional[_Union[RecordFormat, str]] = ...) -> None: ...
+    session_id: int
+    session_epoch: int
+    forgotten_topics: _containers.RepeatedCompositeFieldContainer[ForgottenTopic]
+    def __init__(self, replica_id: _Optional[int] = ..., replica_broker_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchTopic, _Mapping]]] = ..., record_format: _Optional[_Union[RecordFormat, str]] = ..., session_id: _Optional[int] = ..., session_epoch: _Optional[int] = ..., forgotten_topics: _Optional[_Iterable[_Union[ForgottenTopic, _Mapping]]] = ...) -> None: ...
+
+class ForgottenTopic(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class EpochEndOffset(_message.Message):
     __slots__ = ("epoch", "end_offset")
@@ -184,12 +198,14 @@ class FetchTopicResponse(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchPartitionResponse, _Mapping]]] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("error_code", "topics")
+    __slots__ = ("error_code", "topics", "session_id")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     error_code: _common_pb2.ErrorCode
     topics: _containers.RepeatedCompositeFieldContainer[FetchTopicResponse]
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., topics: _Optional[_Iterable[_Union[FetchTopicResponse, _Mapping]]] = ...) -> None: ...
+    session_id: int
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., topics: _Optional[_Iterable[_Union[FetchTopicResponse, _Mapping]]] = ..., session_id: _Optional[int] = ...) -> None: ...
 
 class ListOffsetsPartition(_message.Message):
     __slots__ = ("partition", "current_leader_epoch", "timestamp")

@@ -1,0 +1,258 @@
+"""In-process micro-benchmark of the controller's own CPU on its two large-cluster paths.
+
+Not a registered suite (the scenario suites measure the real processes): this drives a real
+``Controller`` fed by the same metadata events its watch would produce, with etcd replaced by an
+in-memory store (commits succeed at once, values are still encoded) and the broker channels by a
+recorder that serialises every request as gRPC would. So the figures are the controller's event
+loop time alone, which is what the failover and controlled-shutdown targets leave once etcd
+(~52k keys/s) and the brokers are accounted for.
+
+    python -m bench.controller_micro                 # 10,000 and 100,000 partitions
+    python -m bench.controller_micro 10000 --profile /tmp/cm.prof
+
+Figures per size: ``um_sent_ms`` (failover start -> every broker's UpdateMetadata serialised
+and handed over, i.e. on the wire in the real controller), ``failover_ms`` (the whole failover
+handler), ``shutdown_ms`` (ControlledShutdown handler of a broker leading every partition), and
+the process CPU time of the last two (``*_cpu_ms``: less sensitive to a shared machine's load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import logging
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+
+from leasehold.controller.v1 import controller_pb2
+from leasehold.etcd.fenced import CommitResult, Write
+from leasehold.etcd.keys import Keyspace
+from leasehold.metadata.v1 import metadata_pb2
+from services.controller import codec
+from services.controller import events as ev
+from services.controller.channels import (
+    _RESPONSES,
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
+from services.controller.config import ControllerConfig
+from services.controller.controller import Controller
+from services.controller.core import BrokerInfo, LeaderAndIsr, StateChangePlan, TopicPartition
+from services.controller.statelog import StateChangeLog
+from services.controller.store import PlanCommit
+
+BROKERS = (1, 2, 3)
+PER_TOPIC = 1_000
+
+
+class MemoryStore:
+    """The ``ControllerStore`` surface the failover and shutdown paths use, without etcd."""
+
+    def __init__(self, first_revision: int) -> None:
+        self.ks = Keyspace("micro")
+        self.mirror: dict = {}
+        self.revision = first_revision
+        self.writes = 0
+
+    async def bump_epoch(self, key: bytes, revision: int, controller_id: int) -> tuple[int, int]:
+        self.revision += 1
+        return 2, self.revision
+
+    def clear_fence(self) -> None:
+        pass
+
+    async def commit_plan(
+        self, plan: StateChangePlan, offline: Mapping[TopicPartition, Iterable[int]] | None = None
+    ) -> PlanCommit:
+        epochs = {}
+        for w in plan.writes:
+            codec.encode_write(w, (offline or {}).get(w.tp, ()))
+            self.revision += 1
+            epochs[w.tp] = self.revision
+        self.writes += len(plan.writes)
+        return PlanCommit(epochs=epochs, transactions=-(-len(plan.writes) // 126))
+
+    async def commit(self, writes: list[Write]) -> CommitResult:
+        return CommitResult()
+
+    async def read_modify_write(self, updates, extra=(), *, attempts: int = 5) -> dict:
+        return {}
+
+
+class RecordingChannels(ControllerChannelManager):
+    """The real manager (queues, sender tasks, ``wait_issued``) with gRPC replaced by a call
+    that, like grpc aio, serialises the request in a task of its own and answers at once; it
+    notes when each broker's first UpdateMetadata was serialised (on the wire, for real)."""
+
+    def __init__(self) -> None:
+        super().__init__(ChannelSettings("127.0.0.1", 9999), lambda *a: None)
+        self.um_at: dict[int, float] = {}
+        self.bytes = 0
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        self.remove_broker(info.id)
+        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
+        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
+        broker.task = asyncio.create_task(self._sender(broker))
+        self._brokers[info.id] = broker
+
+    def remove_broker(self, broker_id: int) -> None:
+        broker = self._brokers.pop(broker_id, None)
+        if broker is not None and broker.task is not None:
+            broker.task.cancel()
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                self.bytes += len(broker.serialize(request))
+                if kind == UPDATE_METADATA:
+                    self.um_at.setdefault(broker.info.id, time.perf_counter())
+                await asyncio.sleep(0)
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+    async def close(self) -> None:
+        for broker_id in list(self._brokers):
+            self.remove_broker(broker_id)
+
+
+def metadata_events(
+    partitions: int, leader: int | None
+) -> tuple[list[ev.ControllerEvent], dict[TopicPartition, int]]:
+    """Brokers, topics and partition states as the watch delivers them (all led, full ISR)."""
+    brokers = tuple(BrokerInfo(b, "127.0.0.1", 9000 + b, epoch=10 + b) for b in BROKERS)
+    topics: dict[str, dict[int, list[int]]] = {}
+    for i in range(partitions):
+        if leader is None:
+            replicas = [BROKERS[(i + k) % 3] for k in range(3)]
+        else:
+            others = [b for b in BROKERS if b != leader]
+            replicas = [leader, others[i % 2], others[(i + 1) % 2]]
+        topics.setdefault(f"bench-{i // PER_TOPIC}", {})[i % PER_TOPIC] = replicas
+    revision = 100
+    topic_updates, state_updates = [], []
+    leaders: dict[TopicPartition, int] = {}
+    for name, parts in topics.items():
+        revision += 1
+        value = metadata_pb2.TopicAssignment(
+            topic_id=f"{name:0>32}"[-32:],
+            partitions={p: metadata_pb2.ReplicaList(replicas=r) for p, r in parts.items()},
+        )
+        topic_updates.append(ev.TopicUpdate(name, value, revision))
+        for p, replicas in parts.items():
+            revision += 1
+            tp = TopicPartition(name, p)
+            lai = LeaderAndIsr(replicas[0], 3, tuple(replicas), 1, partition_epoch=revision)
+            state = codec.StoredPartitionState(lai)
+            state_updates.append(ev.PartitionStateUpdate(tp, state, revision))
+            leaders[tp] = replicas[0]
+    events: list[ev.ControllerEvent] = [
+        ev.BrokerChange(registered=brokers),
+        ev.TopicChange(tuple(topic_updates)),
+        ev.PartitionStateChange(tuple(state_updates)),
+        ev.Synced(revision),
+    ]
+    return events, leaders
+
+
+async def standby(partitions: int, leader: int | None, statelog: StateChangeLog) -> Controller:
+    events, _ = metadata_events(partitions, leader)
+    store = MemoryStore(first_revision=10 * partitions)
+    c = Controller(
+        ControllerConfig(controller_id=1), store, statelog, lambda: [], RecordingChannels
+    )
+    for e in events:
+        await c.handle(e)
+    return c
+
+
+async def failover(c: Controller) -> dict[str, float]:
+    cpu = time.process_time()
+    started = time.perf_counter()
+    c.pending_failover = (0, time.monotonic())
+    c.epoch, c.epoch_revision = 2, c.store.revision
+    await c.handle(ev.Synced(c.store.revision))
+    done = time.perf_counter()
+    cpu = time.process_time() - cpu
+    await asyncio.sleep(0.05)  # let the senders drain what the last events queued
+    assert c.active, "failover did not complete"
+    channels = c.channels
+    assert isinstance(channels, RecordingChannels)
+    um = max(channels.um_at.values()) if len(channels.um_at) == len(BROKERS) else float("nan")
+    return {
+        "um_sent_ms": (um - started) * 1000,
+        "failover_ms": (done - started) * 1000,
+        "failover_cpu_ms": cpu * 1000,
+    }
+
+
+async def shutdown(c: Controller, broker_id: int) -> dict[str, float]:
+    future = asyncio.get_running_loop().create_future()
+    req = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=-1)
+    cpu = time.process_time()
+    started = time.perf_counter()
+    await c.handle(ev.ControlledShutdown(req, future))
+    elapsed = (time.perf_counter() - started) * 1000
+    cpu = (time.process_time() - cpu) * 1000
+    resp = future.result()
+    assert resp.error_code == 0 and not resp.remaining_partitions, resp
+    return {"shutdown_ms": elapsed, "shutdown_cpu_ms": cpu, "shutdown_writes": c.store.writes}
+
+
+async def measure(
+    partitions: int, profile: cProfile.Profile | None, *, with_shutdown: bool = True
+) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(f"{tmp}/sc.log", controller_id=1)
+        t = time.perf_counter()
+        c = await standby(partitions, None, log)
+        out["warm_standby_ms"] = (time.perf_counter() - t) * 1000
+        if profile is not None:
+            profile.enable()
+        out.update(await failover(c))
+        if profile is not None:
+            profile.disable()
+        await c.deactivate("done")
+        log.close()
+        if not with_shutdown:
+            return out
+
+        log = StateChangeLog(f"{tmp}/sc2.log", controller_id=1)
+        c = await standby(partitions, 1, log)
+        await failover(c)
+        c.store.writes = 0
+        if profile is not None:
+            profile.enable()
+        out.update(await shutdown(c, 1))
+        if profile is not None:
+            profile.disable()
+        await c.deactivate("done")
+        log.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[10_000, 100_000])
+    parser.add_argument("--profile", default="", help="write a cProfile of the measured parts")
+    parser.add_argument("--no-shutdown", action="store_true", help="measure the failover only")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    for size in args.sizes:
+        profile = cProfile.Profile() if args.profile else None
+        figures = asyncio.run(measure(size, profile, with_shutdown=not args.no_shutdown))
+        print(f"{size:>7} partitions: " + ", ".join(f"{k} {v:,.0f}" for k, v in figures.items()))
+        if profile is not None:
+            profile.dump_stats(args.profile.replace(".prof", f"-{size}.prof"))
+
+
+if __name__ == "__main__":
+    main()

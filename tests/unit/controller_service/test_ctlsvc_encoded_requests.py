@@ -1,0 +1,117 @@
+"""Pre-encoded UpdateMetadata (shared partition states after a per-broker header) and the
+channel manager's ``wait_issued``: requests counted as issued once gRPC serialised them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from leasehold.broker.v1 import control_pb2
+from services.controller import wire
+from services.controller.channels import (
+    _RESPONSES,
+    LEADER_AND_ISR,
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
+from services.controller.core import (
+    BrokerInfo,
+    BrokerRequests,
+    LeaderAndIsr,
+    LeaderAndIsrPartitionState,
+    TopicPartition,
+    UpdateMetadataPartitionState,
+)
+
+B1 = BrokerInfo(1, "h1", 9001, "r1", 40)
+B2 = BrokerInfo(2, "h2", 9002, "", 41)
+STATES = tuple(
+    UpdateMetadataPartitionState(
+        TopicPartition(t, p), f"id-{t}", 5, 1, 4, (1, 2), 70 + p, (1, 2), ()
+    )
+    for t in ("a", "b")
+    for p in range(3)
+)
+
+
+def _requests(broker: BrokerInfo, um=STATES, lai=()) -> BrokerRequests:
+    return BrokerRequests(
+        broker_id=broker.id, broker_epoch=broker.epoch, controller_id=7, controller_epoch=5,
+        leader_and_isr=lai, live_leaders=(), stop_replica=(), update_metadata=um,
+        live_brokers=(B1, B2),
+    )  # fmt: skip
+
+
+def test_encoded_update_metadata_is_the_message() -> None:
+    for broker in (B1, B2):
+        req = _requests(broker)
+        body = wire.update_metadata_body(STATES)
+        encoded = wire.encoded_update_metadata(req, "ctl", 9190, body, len(STATES))
+        assert encoded.decode() == wire.update_metadata(req, "ctl", 9190)
+        assert (encoded.broker_epoch, encoded.controller_epoch, encoded.partition_count) == (
+            broker.epoch, 5, 6
+        )  # fmt: skip
+    # Per-partition encodings concatenate to the encoding of all of them.
+    parts = b"".join(wire.update_metadata_body((s,)) for s in STATES)
+    assert parts == wire.update_metadata_body(STATES)
+
+
+class _Recording(ControllerChannelManager):
+    """Real queues and senders; gRPC replaced by calls that serialise in a task of their own
+    (as grpc aio does) and then wait for ``release`` before answering."""
+
+    def __init__(self) -> None:
+        super().__init__(ChannelSettings("ctl", 9190), self._answered)
+        self.release = asyncio.Event()
+        self.wire: list[tuple[int, str, bytes]] = []
+        self.answers: list[tuple[int, str]] = []
+
+    def _answered(self, broker_id, kind, request, response) -> None:
+        self.answers.append((broker_id, kind))
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
+        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
+        broker.task = asyncio.create_task(self._sender(broker))
+        self._brokers[info.id] = broker
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                self.wire.append((broker.info.id, kind, broker.serialize(request)))
+                await self.release.wait()
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+    async def close(self) -> None:
+        for b in self._brokers.values():
+            b.task.cancel()
+
+
+async def test_send_batch_encodes_once_and_wait_issued_follows_grpc() -> None:
+    ch = _Recording()
+    ch.add_broker(B1)
+    ch.add_broker(B2)
+    lai = LeaderAndIsrPartitionState(
+        STATES[0].tp, "id-a", LeaderAndIsr(1, 4, (1, 2), 5, 70), (1, 2), (), (), False
+    )
+    ch.send_batch({1: _requests(B1, lai=(lai,)), 2: _requests(B2)})
+    assert ch.wire == []  # queued, not yet handed to gRPC
+    assert await ch.wait_issued(1.0)
+    assert [(b, k) for b, k, _ in ch.wire] == [(1, LEADER_AND_ISR), (2, UPDATE_METADATA)]
+    um = control_pb2.UpdateMetadataRequest.FromString(ch.wire[1][2])
+    assert um == wire.update_metadata(_requests(B2), "ctl", 9190)
+
+    # A second batch waits behind the unanswered first: not issued within the timeout.
+    ch.send(2, UPDATE_METADATA, wire.update_metadata(_requests(B2), "ctl", 9190))
+    assert not await ch.wait_issued(0.05)
+    ch.release.set()
+    assert await ch.wait_issued(1.0)
+    await asyncio.sleep(0.01)
+    both = [(1, LEADER_AND_ISR), (1, UPDATE_METADATA), (2, UPDATE_METADATA), (2, UPDATE_METADATA)]
+    assert sorted(ch.answers) == both
+    await ch.close()

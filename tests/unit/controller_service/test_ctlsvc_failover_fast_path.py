@@ -1,0 +1,217 @@
+"""The failover's UpdateMetadata leaves before the state machines run, and controlled shutdown.
+
+A real ``Controller`` fed the watch's metadata events as a hot standby, with etcd replaced by an
+in-memory store (commits succeed, each write gets the next revision) and gRPC by calls that
+serialise the request in a task of their own, as grpc aio does, and answer at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from leasehold.broker.v1 import control_pb2
+from leasehold.controller.v1 import controller_pb2
+from leasehold.etcd.fenced import CommitResult
+from leasehold.etcd.keys import Keyspace
+from leasehold.metadata.v1 import metadata_pb2
+from services.controller import codec
+from services.controller import events as ev
+from services.controller.channels import (
+    _RESPONSES,
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
+from services.controller.config import ControllerConfig
+from services.controller.controller import Controller
+from services.controller.core import (
+    BrokerInfo,
+    LeaderAndIsr,
+    PartitionReplica,
+    ReplicaState,
+    TopicPartition,
+)
+from services.controller.flows import failover as failover_module
+from services.controller.statelog import StateChangeLog
+from services.controller.store import PlanCommit
+
+BROKERS = {b: BrokerInfo(b, "127.0.0.1", 9000 + b, epoch=10 + b) for b in (1, 2, 3)}
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.ks = Keyspace("t")
+        self.mirror: dict = {}
+        self.revision = 1_000
+
+    def clear_fence(self) -> None:
+        pass
+
+    async def commit_plan(self, plan, offline=None) -> PlanCommit:
+        epochs = {}
+        for w in plan.writes:
+            self.revision += 1
+            epochs[w.tp] = self.revision
+        return PlanCommit(epochs=epochs, transactions=1)
+
+    async def commit(self, writes) -> CommitResult:
+        return CommitResult()
+
+    async def read_modify_write(self, updates, extra=(), *, attempts: int = 5) -> dict:
+        return {}
+
+
+class _Channels(ControllerChannelManager):
+    def __init__(self, timeline: list) -> None:
+        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
+        self.timeline = timeline
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
+        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
+        broker.task = asyncio.create_task(self._sender(broker))
+        self._brokers[info.id] = broker
+
+    def remove_broker(self, broker_id: int) -> None:
+        broker = self._brokers.pop(broker_id, None)
+        if broker is not None:
+            broker.task.cancel()
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                data = broker.serialize(request)
+                self.timeline.append(("wire", broker.info.id, kind, data))
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+    async def close(self) -> None:
+        for broker_id in list(self._brokers):
+            self.remove_broker(broker_id)
+
+
+def _events(leaders: dict[TopicPartition, list[int]], registered) -> list[ev.ControllerEvent]:
+    topics: dict[str, dict[int, list[int]]] = {}
+    for tp, replicas in leaders.items():
+        topics.setdefault(tp.topic, {})[tp.partition] = replicas
+    topic_updates = [
+        ev.TopicUpdate(
+            name,
+            metadata_pb2.TopicAssignment(
+                topic_id=f"id-{name}",
+                partitions={p: metadata_pb2.ReplicaList(replicas=r) for p, r in parts.items()},
+            ),
+            10,
+        )
+        for name, parts in topics.items()
+    ]
+    states = [
+        ev.PartitionStateUpdate(
+            tp, codec.StoredPartitionState(LeaderAndIsr(r[0], 2, tuple(r), 1, 100 + i)), 100 + i
+        )
+        for i, (tp, r) in enumerate(leaders.items())
+        if tp.topic != "fresh"  # a partition without a state key yet
+    ]
+    return [
+        ev.BrokerChange(registered=tuple(BROKERS[b] for b in registered)),
+        ev.TopicChange(tuple(topic_updates)),
+        ev.PartitionStateChange(tuple(states)),
+        ev.Synced(500),
+    ]
+
+
+async def _active(tmp_path, leaders, timeline, registered=(1, 2, 3), extra=()) -> Controller:
+    c = Controller(
+        ControllerConfig(controller_id=1),
+        _Store(),  # type: ignore[arg-type]
+        StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
+        lambda: [],
+        lambda: _Channels(timeline),
+    )
+    for e in [*_events(leaders, registered), *extra]:
+        await c.handle(e)
+    c.epoch, c.epoch_revision = 2, 600
+    c.pending_failover = (600, 0.0)
+    await c.handle(ev.Synced(600))
+    assert c.active
+    await asyncio.sleep(0.01)  # the senders drain what the last event queued
+    return c
+
+
+def _records(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "sc.log").read_text().splitlines()]
+
+
+async def test_update_metadata_is_on_the_wire_before_the_state_machines(
+    tmp_path, monkeypatch
+) -> None:
+    timeline: list = []
+    real = failover_module.move_replicas
+
+    async def marked(c, replicas, target, **kw):
+        timeline.append(("replica_startup",))
+        return await real(c, replicas, target, **kw)
+
+    monkeypatch.setattr(failover_module, "move_replicas", marked)
+    leaders = {TopicPartition(t, p): [1 + p % 3, 1 + (p + 1) % 3] for t in ("a", "gone", "fresh")
+               for p in range(4)}  # fmt: skip
+    deletion = ev.TopicDeletion(
+        (ev.DeletionIntentUpdate("gone", metadata_pb2.TopicDeletion(request_id="r"), 20),)
+    )
+    await _active(tmp_path, leaders, timeline, registered=(1, 2), extra=[deletion])
+
+    startup = timeline.index(("replica_startup",))
+    before = [(e[1], e[2]) for e in timeline[:startup]]
+    assert before == [(1, UPDATE_METADATA), (2, UPDATE_METADATA)]
+    for _, broker, _kind, data in timeline[:startup]:
+        um = control_pb2.UpdateMetadataRequest.FromString(data)
+        assert (um.controller_epoch, um.broker_epoch, um.controller_port) == (2, 10 + broker, 9190)
+        assert [b.broker_id for b in um.live_brokers] == [1, 2]
+        states = {(s.topic, s.partition): s for s in um.partition_states}
+        assert sorted(states) == [(t, p) for t in ("a", "gone") for p in range(4)]
+        assert {s.leader for (t, _), s in states.items() if t == "gone"} == {-2}
+        assert (states["a", 0].leader, list(states["a", 1].offline_replicas)) == (1, [3])
+    assert any(e[0] == "wire" and e[2] == "LeaderAndIsr" for e in timeline[startup:])
+
+
+async def test_startup_self_transitions_are_not_recorded(tmp_path) -> None:
+    leaders = {TopicPartition("a", p): [1 + p % 3, 1 + (p + 1) % 3] for p in range(6)}
+    leaders[TopicPartition("a", 6)] = [3, 2]  # led by a broker that is not registered
+    c = await _active(tmp_path, leaders, [], registered=(1, 2))
+    records = _records(tmp_path)
+    replica = [(r["from_state"], r["to_state"]) for r in records if r["kind"] == "replica"]
+    partition = [
+        (r["partition"], r["to_state"], r["leader"]) for r in records if r["kind"] == "partition"
+    ]
+    assert replica == []
+    # Partitions led by the missing broker 3 were elected; the others need no record.
+    assert partition == [
+        (2, "OnlinePartition", 1),
+        (5, "OnlinePartition", 1),
+        (6, "OnlinePartition", 2),
+    ]
+    assert [r["event"] for r in records if r["kind"] == "controller"] == ["failover_done"]
+    # The replicas still went Online in the context.
+    assert c.ctx.replica_state(PartitionReplica(TopicPartition("a", 0), 1)) is ReplicaState.ONLINE
+
+
+async def test_controlled_shutdown_moves_everything_off_the_broker(tmp_path) -> None:
+    # Broker 1 leads 0..7 and follows 8..11.
+    leaders = {TopicPartition("s", p): ([1, 2, 3] if p < 8 else [2, 1, 3]) for p in range(12)}
+    timeline: list = []
+    c = await _active(tmp_path, leaders, timeline)
+    future = asyncio.get_running_loop().create_future()
+    req = controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=11)
+    await c.handle(ev.ControlledShutdown(req, future))
+    resp = future.result()
+    assert (resp.error_code, list(resp.remaining_partitions)) == (0, [])
+    ctx = c.ctx
+    for p in range(12):
+        lai = ctx.leader_and_isr(TopicPartition("s", p))
+        assert (lai.leader, lai.isr) == (2, (2, 3)), p
+    assert c.ctx.partitions_led_by(1) == ()
