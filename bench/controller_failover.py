@@ -39,7 +39,7 @@ from bench.observe import (
     wait_record,
     watch_until,
 )
-from bench.scenario import LARGE_ENV, Layout, Scenario, Sizing, large_enabled
+from bench.scenario import LARGE_ENV, Layout, Scenario, Sizing, large_enabled, large_only
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.client import WatchEvent
 from leasehold.metadata.v1 import metadata_pb2
@@ -56,7 +56,10 @@ class Knobs:
 
     @classmethod
     def of(cls, ctx: RunContext) -> Knobs:
-        sizes = (10_000, 100_000) if large_enabled() else (10_000,)
+        if large_only():
+            sizes: tuple[int, ...] = (100_000,)
+        else:
+            sizes = (10_000, 100_000) if large_enabled() else (10_000,)
         return cls(
             sizes=ctx.pick(sizes, (300,)),
             per_topic=ctx.pick(1_000, 100),

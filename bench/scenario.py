@@ -52,8 +52,14 @@ def profiled_processes() -> tuple[str, ...]:
 
 
 def large_enabled() -> bool:
-    """Whether the 100,000-partition sizes were asked for (``LEASEHOLD_BENCH_LARGE=1``)."""
-    return os.environ.get(LARGE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether the 100,000-partition sizes were asked for (``LEASEHOLD_BENCH_LARGE=1``, or
+    ``=only`` to skip the 10,000-partition sizes)."""
+    return os.environ.get(LARGE_ENV, "").strip().lower() in ("1", "true", "yes", "on", "only")
+
+
+def large_only() -> bool:
+    """``LEASEHOLD_BENCH_LARGE=only``: the 100,000-partition sizes alone."""
+    return os.environ.get(LARGE_ENV, "").strip().lower() == "only"
 
 
 @dataclass(frozen=True)
