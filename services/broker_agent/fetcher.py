@@ -97,8 +97,14 @@ class ReplicaFetcher:
     def remove_partitions(
         self, tps: set[TopicPartition]
     ) -> dict[TopicPartition, PartitionFetchState]:
-        removed = {tp: self.states.pop(tp) for tp in list(self.states) if tp in tps}
-        self.failed -= tps
+        # Walk the smaller side: a LeaderAndIsr moving 10,000 partitions calls this once per
+        # fetcher, most of which hold few (or none) of them.
+        if len(tps) < len(self.states):
+            removed = {tp: self.states.pop(tp) for tp in tps if tp in self.states}
+        else:
+            removed = {tp: self.states.pop(tp) for tp in list(self.states) if tp in tps}
+        if self.failed:
+            self.failed -= tps
         return removed
 
     def _mark_failed(self, tp: TopicPartition, why: str) -> None:

@@ -85,11 +85,12 @@ class FetcherManager:
                     state = PartitionFetchState(-1, start.leader_epoch, Phase.TRUNCATING)
                 states[tp] = state
             fetcher.add_partitions(states)
-            log.info(
-                "added fetcher to broker %d for %s",
-                leader.broker_id,
-                ", ".join(f"{tp}@{s.fetch_offset}" for tp, s in states.items()),
-            )
+            if log.isEnabledFor(logging.INFO):  # the list is O(partitions) to format
+                log.info(
+                    "added fetcher to broker %d for %s",
+                    leader.broker_id,
+                    ", ".join(f"{tp}@{s.fetch_offset}" for tp, s in states.items()),
+                )
 
     def remove_fetcher_for_partitions(self, tps: set[TopicPartition]) -> None:
         """Stop fetching ``tps`` (synchronous: no fetcher touches them after this returns)."""

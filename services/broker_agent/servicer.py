@@ -83,6 +83,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self._fetch = fetch
         self._metadata = metadata
         self._cluster_id = cluster_id
+        self._topic_pbs = convert.MetadataTopicPbCache()
 
     async def Produce(
         self, request: broker_pb2.ProduceRequest, context
@@ -227,7 +228,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         # Kafka's rule: all topics only when asked for; an empty list asks for none.
         wanted = None if request.all_topics else list(request.topics)
         view = self._metadata.describe(wanted)
-        return convert.metadata_pb(view, self._cluster_id)
+        return self._topic_pbs.response(view, self._cluster_id)
 
 
 class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):

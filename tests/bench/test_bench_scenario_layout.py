@@ -51,7 +51,7 @@ def test_layout_rejects_impossible_shapes(kwargs):
 
 
 SMALL = {"ttl": 3, "settle_window": 1.0, "settle_passes": 2}
-SMALL |= {"broker_tolerance": 0.1, "answer_within": 0.25}
+SMALL |= {"broker_tolerance": 0.1, "answer_within": 0.25, "busy_limit": 1.0}
 LARGE = {"ttl": 120, "settle_window": 2.0, "settle_passes": 3}
 LARGE |= {"broker_tolerance": math.inf, "answer_within": 3.0}
 
@@ -61,8 +61,9 @@ LARGE |= {"broker_tolerance": math.inf, "answer_within": 3.0}
     [
         (300, Sizing(broker_data_root="", **SMALL)),
         (4_999, Sizing(broker_data_root="", **SMALL)),
-        (10_000, Sizing(broker_data_root="", **LARGE)),
-        (100_000, Sizing(broker_data_root=TMPFS, **LARGE)),
+        (10_000, Sizing(broker_data_root="", busy_limit=0.4, **LARGE)),
+        (49_999, Sizing(broker_data_root="", busy_limit=0.4, **LARGE)),
+        (100_000, Sizing(broker_data_root=TMPFS, busy_limit=0.7, **LARGE)),
     ],
 )
 def test_sizing_by_partition_count(partitions, expected):

@@ -60,6 +60,8 @@ class _SparseIndex:
         """
         self._keys = array(self.KEY_TYPE)
         self._values = array(self.VALUE_TYPE)
+        if not self.path.exists():
+            return True  # never written (created with its first entry): empty
         with self._handles.use(self.path, create=True) as fd:
             size = os.fstat(fd).st_size
             data = os.pread(fd, size, 0)

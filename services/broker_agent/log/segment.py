@@ -72,9 +72,11 @@ class LogSegment:
         cls, directory: Path, base_offset: int, handles: FileHandleCache, index_interval: int
     ) -> LogSegment:
         segment = cls(directory, base_offset, handles, index_interval)
-        for path in (segment.log_path, segment.offset_index.path, segment.time_index.path):
-            with handles.use(path, create=True) as fd:
-                os.ftruncate(fd, 0)
+        # Only the log file: the index files appear with their first entry (as Kafka's lazy
+        # indexes do). A missing index reads as empty, which is all a new one holds, and
+        # creating files is most of what a new replica costs (10,000 per LeaderAndIsr).
+        with handles.use(segment.log_path, create=True) as fd:
+            os.ftruncate(fd, 0)
         return segment
 
     @classmethod
