@@ -6,11 +6,11 @@ Kafka's RequestSendThread does. A request batch becomes, per broker, LeaderAndIs
 UpdateMetadata then StopReplica, queued together. Answers go to ``on_response`` on the sender
 task; the callback must only log or put an event on the controller's event loop.
 
-UpdateMetadata goes out pre-encoded (``wire.EncodedRequest``): its partition states are encoded
-once per batch, not once per broker. ``wait_issued`` lets a caller make sure queued requests
-have been handed to gRPC (which writes them from its own threads) before it keeps the event loop
-busy: the failover waits so that its UpdateMetadata is on the wire before the state machines
-start.
+LeaderAndIsr and UpdateMetadata go out pre-encoded (``wire.EncodedRequest``): their partition
+states are encoded once per batch, not once per broker. ``wait_issued`` lets a caller make sure
+queued requests have been handed to gRPC (which writes them from its own threads) before it
+keeps the event loop busy: the failover waits so that its UpdateMetadata is on the wire before
+the state machines start.
 
 Each queued batch remembers the trace context it was queued in (the controller event, itself
 possibly continuing an admin call's trace) and is sent under one ``controller.broker_requests``
@@ -33,7 +33,7 @@ from leasehold import channels, telemetry
 from leasehold.broker.v1 import control_pb2
 from leasehold.config import TlsConfig
 from services.controller import wire
-from services.controller.core import BrokerInfo, BrokerRequests
+from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,15 @@ class ControllerChannelManager:
         """
         s = self.settings
         bodies: dict[int, bytes] = {}
+        # Each LeaderAndIsr partition state is encoded once, however many brokers get it.
+        states: dict[int, bytes] = {}
+
+        def encode_state(state: LeaderAndIsrPartitionState) -> bytes:
+            data = states.get(id(state))  # every state outlives this call: ids stay unique
+            if data is None:
+                data = states[id(state)] = wire.leader_and_isr_state_bytes(state)
+            return data
+
         for broker_id, req in requests.items():
             um = None
             if req.update_metadata is not None:
@@ -166,7 +175,7 @@ class ControllerChannelManager:
             self._queue(
                 broker_id,
                 (
-                    (LEADER_AND_ISR, wire.leader_and_isr(req)),
+                    (LEADER_AND_ISR, wire.encoded_leader_and_isr(req, encode_state)),
                     (UPDATE_METADATA, um),
                     (STOP_REPLICA, wire.stop_replica(req)),
                 ),

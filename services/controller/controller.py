@@ -100,6 +100,8 @@ class Controller:
         self.on_leader_elections: Callable[[int, int, float], None] = lambda n, u, ms: None
         self.put: Callable[[ev.ControllerEvent], None] = lambda e: None
         self.flows = Flows(self)
+        # Set by ``holding_requests``: applied plans whose broker requests wait to be queued.
+        self._held_plans: list[StateChangePlan] | None = None
 
     # ---- the event handler -------------------------------------------------------------------
     async def handle(self, event: ev.ControllerEvent) -> None:
@@ -212,19 +214,19 @@ class Controller:
         for f in plan.failures:
             quiet = f.election_error is ElectionError.ELECTION_NOT_NEEDED
             log.log(logging.INFO if quiet else logging.WARNING, "state change failed: %s", f.reason)
-        offline = {
-            w.tp: [
-                r
-                for r in w.assignment.replicas
-                if not self.ctx.is_replica_online(r, w.tp, include_shutting_down=True)
-            ]
-            for w in plan.writes
-        }
+        ctx = self.ctx
+        offline: dict[TopicPartition, list[int]] = {}
+        for w in plan.writes:
+            online = ctx.replica_online_check(w.tp, include_shutting_down=True)
+            offline[w.tp] = [r for r in w.assignment.replicas if not online(r)]
         result = await self._commit(plan, offline)
         applied = plan.drop_partitions(result.stale, "partition epoch changed in etcd")
         self.ctx.apply_plan(applied, result.epochs)
         self.statelog.write(applied.records)
-        self.batch.add_plan(applied)
+        if self._held_plans is not None:
+            self._held_plans.append(applied)
+        else:
+            self.batch.add_plan(applied)
         if result.stale:
             log.warning(
                 "partition states changed behind our back: %s", list(map(str, result.stale))
@@ -233,6 +235,17 @@ class Controller:
             if retry is not None and attempts > 1:
                 await self.execute(retry(result.stale), retry=retry, attempts=attempts - 1)
         return applied
+
+    @contextlib.contextmanager
+    def holding_requests(self, held: list[StateChangePlan]) -> Iterator[None]:
+        """Within: ``execute`` keeps applied plans in ``held`` instead of queueing their broker
+        requests, so a flow can answer its caller first and queue them (``batch.add_plan``)
+        after; the context already reflects them either way."""
+        previous, self._held_plans = self._held_plans, held
+        try:
+            yield
+        finally:
+            self._held_plans = previous
 
     async def _commit(
         self, plan: StateChangePlan, offline: Mapping[TopicPartition, list[int]]

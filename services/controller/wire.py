@@ -4,7 +4,9 @@ Pure translation. Each request is stamped with the controller id and epoch and t
 broker epoch (contract 7); UpdateMetadata also names the controller's endpoint so brokers can
 find it (contract 8).
 
-UpdateMetadata is also produced already encoded (``EncodedRequest``), because its partition
+LeaderAndIsr and UpdateMetadata are also produced already encoded (``EncodedRequest``): a
+LeaderAndIsr partition state usually goes to several brokers and is encoded once for all
+(``encoded_leader_and_isr``); UpdateMetadata, because its partition
 states are the same for every broker and, on a failover, for every partition of the cluster: the
 states are encoded once (``update_metadata_body``, or kept per partition by ``metadata_cache``)
 and each broker's request is its own small header followed by those bytes. Protobuf parses
@@ -14,13 +16,20 @@ concatenated encodings as one message (repeated fields append), so the broker se
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from google.protobuf.message import Message
 
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from services.controller.codec import RECOVERED, RECOVERING
-from services.controller.core import BrokerInfo, BrokerRequests, UpdateMetadataPartitionState
+from services.controller.core import (
+    BrokerInfo,
+    BrokerRequests,
+    LeaderAndIsrPartitionState,
+    UpdateMetadataPartitionState,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,9 +41,10 @@ class EncodedRequest:
     controller_epoch: int
     broker_epoch: int
     partition_count: int
+    message: type[Message] = control_pb2.UpdateMetadataRequest
 
-    def decode(self) -> control_pb2.UpdateMetadataRequest:
-        return control_pb2.UpdateMetadataRequest.FromString(self.payload)
+    def decode(self) -> Message:
+        return self.message.FromString(self.payload)
 
 
 def endpoint(info: BrokerInfo) -> common_pb2.BrokerEndpoint:
@@ -43,34 +53,73 @@ def endpoint(info: BrokerInfo) -> common_pb2.BrokerEndpoint:
     )
 
 
-def leader_and_isr(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest | None:
-    if not req.leader_and_isr:
-        return None
-    pb = control_pb2.LeaderAndIsrRequest(
+def _leader_and_isr_header(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest:
+    return control_pb2.LeaderAndIsrRequest(
         controller_id=req.controller_id,
         controller_epoch=req.controller_epoch,
         broker_epoch=req.broker_epoch,
         live_leaders=[endpoint(b) for b in req.live_leaders],
     )
-    add = pb.partition_states.add  # built in place: half the cost of building and copying
+
+
+def _add_leader_and_isr_state(
+    pb: control_pb2.LeaderAndIsrRequest, s: LeaderAndIsrPartitionState
+) -> None:
+    lai = s.leader_and_isr
+    pb.partition_states.add(  # built in place: half the cost of building and copying
+        topic=s.tp.topic,
+        topic_id=s.topic_id,
+        partition=s.tp.partition,
+        controller_epoch=lai.controller_epoch,
+        leader=lai.leader,
+        leader_epoch=lai.leader_epoch,
+        isr=lai.isr,
+        partition_epoch=lai.partition_epoch,
+        replicas=s.replicas,
+        adding_replicas=s.adding_replicas,
+        removing_replicas=s.removing_replicas,
+        is_new=s.is_new,
+        leader_recovery_state=RECOVERING if lai.recovering else RECOVERED,
+    )
+
+
+def leader_and_isr(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest | None:
+    if not req.leader_and_isr:
+        return None
+    pb = _leader_and_isr_header(req)
     for s in req.leader_and_isr:
-        lai = s.leader_and_isr
-        add(
-            topic=s.tp.topic,
-            topic_id=s.topic_id,
-            partition=s.tp.partition,
-            controller_epoch=lai.controller_epoch,
-            leader=lai.leader,
-            leader_epoch=lai.leader_epoch,
-            isr=lai.isr,
-            partition_epoch=lai.partition_epoch,
-            replicas=s.replicas,
-            adding_replicas=s.adding_replicas,
-            removing_replicas=s.removing_replicas,
-            is_new=s.is_new,
-            leader_recovery_state=RECOVERING if lai.recovering else RECOVERED,
-        )
+        _add_leader_and_isr_state(pb, s)
     return pb
+
+
+def leader_and_isr_state_bytes(s: LeaderAndIsrPartitionState) -> bytes:
+    """One partition state, encoded as a LeaderAndIsrRequest holding only it: appended to any
+    broker's header it is that request's next partition state."""
+    pb = control_pb2.LeaderAndIsrRequest()
+    _add_leader_and_isr_state(pb, s)
+    return pb.SerializeToString()
+
+
+def encoded_leader_and_isr(
+    req: BrokerRequests, encode_state: Callable[[LeaderAndIsrPartitionState], bytes]
+) -> EncodedRequest | None:
+    """``leader_and_isr(req)`` in wire form, each partition state from ``encode_state``.
+
+    A batch usually sends the same state of a partition to every replica's broker (a
+    controlled shutdown: every moved partition to two or three brokers), so a caller that
+    remembers each state's bytes encodes it once instead of once per broker.
+    """
+    if not req.leader_and_isr:
+        return None
+    header = _leader_and_isr_header(req).SerializeToString()
+    return EncodedRequest(
+        header + b"".join([encode_state(s) for s in req.leader_and_isr]),
+        req.controller_id,
+        req.controller_epoch,
+        req.broker_epoch,
+        len(req.leader_and_isr),
+        control_pb2.LeaderAndIsrRequest,
+    )
 
 
 def stop_replica(req: BrokerRequests) -> control_pb2.StopReplicaRequest | None:

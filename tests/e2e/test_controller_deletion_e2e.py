@@ -16,9 +16,15 @@ async def test_delete_with_a_broker_down_completes_after_it_returns():
         async with Etcd(cluster) as db:
             topic_id = await db.create_topic("gone", {0: [1, 2], 1: [2, 3], 2: [3, 1]})
             await db.wait_states("gone", 3, lambda s: len(s.isr) == 2)
+            # The ISR in etcd is the controller's write; the brokers create the replicas when
+            # they apply its LeaderAndIsr, a little later.
             for b in (1, 2, 3):
                 data = cluster.workdir / f"broker-{b}"
-                assert not await _no_partition_dirs(data, "gone"), f"broker {b} has no replica"
+
+                async def has_replicas(data=data) -> bool:
+                    return not await _no_partition_dirs(data, "gone")
+
+                await until(has_replicas, timeout=20, what=f"broker {b} to create its replicas")
             cluster.brokers[3].kill()
             await db.wait_states("gone", 3, lambda s: 3 not in s.isr)
             await db.put_intent(

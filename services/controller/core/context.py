@@ -20,7 +20,7 @@ log directory; only online replicas may lead or join an ISR (KIP-841).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 
 from services.controller.core.model import (
@@ -59,6 +59,7 @@ class ControllerContext:
         # Derived, refreshed by the apply_* methods that change what they derive from.
         self._live: frozenset[int] = frozenset()
         self._live_or_shutting_down: frozenset[int] = frozenset()
+        self._shutting_down_frozen: frozenset[int] = frozenset()
         self._sorted_partitions: tuple[TopicPartition, ...] | None = ()
         self._metadata_all_changed = True
         self._metadata_changed: set[TopicPartition] = set()
@@ -88,7 +89,7 @@ class ControllerContext:
 
     @property
     def shutting_down_broker_ids(self) -> frozenset[int]:
-        return frozenset(self._shutting_down)
+        return self._shutting_down_frozen
 
     @property
     def live_broker_ids(self) -> frozenset[int]:
@@ -103,6 +104,18 @@ class ControllerContext:
             return False
         offline = self._offline_dirs.get(broker_id)
         return offline is None or tp not in offline
+
+    def replica_online_check(
+        self, tp: TopicPartition, *, include_shutting_down: bool = False
+    ) -> Callable[[int], bool]:
+        """``is_replica_online(r, tp, ...)`` as a predicate on ``r`` alone, for checking every
+        replica of one partition; with no failed log directory anywhere it is the live set's own
+        ``__contains__``, which a batch over every partition calls several times each."""
+        live = self._live_or_shutting_down if include_shutting_down else self._live
+        dirs = self._offline_dirs
+        if not dirs:
+            return live.__contains__
+        return lambda r: r in live and (r not in dirs or tp not in dirs[r])
 
     def is_eligible_isr_member(self, broker_id: int, tp: TopicPartition) -> bool:
         """KIP-841: only an online replica on a broker not shutting down may join an ISR."""
@@ -262,6 +275,7 @@ class ControllerContext:
     def _brokers_changed(self) -> None:
         self._live_or_shutting_down = frozenset(self._brokers)
         self._live = frozenset(self._brokers.keys() - self._shutting_down)
+        self._shutting_down_frozen = frozenset(self._shutting_down)
         self._metadata_all_changed = True  # every partition's offline replicas may differ
 
     def apply_topic(

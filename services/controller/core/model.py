@@ -34,6 +34,32 @@ def _ints(values: Iterable[int]) -> tuple[int, ...]:
     return tuple(map(int, values))
 
 
+def _derived_leader_and_isr(
+    leader: int,
+    leader_epoch: int,
+    isr: tuple[int, ...],
+    controller_epoch: int,
+    partition_epoch: int,
+    recovering: bool,
+) -> LeaderAndIsr:
+    """A ``LeaderAndIsr`` from fields that are already valid (``isr`` a tuple of ints).
+
+    Skips the frozen dataclass ``__init__`` (one ``object.__setattr__`` per field plus the ISR
+    normalisation), about a quarter of its cost: a controlled shutdown or failover at 10,000
+    partitions derives several values per partition (elect, stamp, expected epoch, apply).
+    """
+    value = object.__new__(LeaderAndIsr)
+    value.__dict__.update(
+        leader=leader,
+        leader_epoch=leader_epoch,
+        isr=isr,
+        controller_epoch=controller_epoch,
+        partition_epoch=partition_epoch,
+        recovering=recovering,
+    )
+    return value
+
+
 class TopicPartition(NamedTuple):
     """One partition of one topic; ordered by (topic, partition) so plans are deterministic.
 
@@ -95,10 +121,10 @@ class LeaderAndIsr:
         ZooKeeper-era Kafka bumps the leader epoch on every controller-made change, including an
         ISR-only shrink, so followers always see a fresh epoch; we do the same.
         """
-        return LeaderAndIsr(
+        return _derived_leader_and_isr(
             leader,
             self.leader_epoch + 1,
-            isr,
+            _ints(isr),
             self.controller_epoch,
             self.partition_epoch,
             self.recovering,
@@ -127,7 +153,7 @@ class LeaderAndIsr:
     ) -> LeaderAndIsr:
         """A copy with new controller and/or partition epochs: ``dataclasses.replace`` without
         its per-call field introspection, for the paths that stamp every partition of a batch."""
-        return LeaderAndIsr(
+        return _derived_leader_and_isr(
             self.leader,
             self.leader_epoch,
             self.isr,

@@ -53,10 +53,14 @@ def select_leader(
     """Gather what ``selector`` needs from the context and run it."""
     assignment = ctx.assignment(tp)
     replicas = assignment.replicas if assignment is not None else ()
-
-    def online(r: int) -> bool:
-        return ctx.is_replica_online(r, tp)
-
+    if selector is LeaderSelector.CONTROLLED_SHUTDOWN:
+        return elect_controlled_shutdown(
+            current,
+            replicas,
+            ctx.replica_online_check(tp, include_shutting_down=True),
+            ctx.shutting_down_broker_ids,
+        )
+    online = ctx.replica_online_check(tp)
     if selector is LeaderSelector.OFFLINE or selector is LeaderSelector.OFFLINE_UNCLEAN:
         allowed = (
             selector is LeaderSelector.OFFLINE_UNCLEAN
@@ -68,14 +72,6 @@ def select_leader(
         return elect_reassigned(current, target, online)
     if selector is LeaderSelector.PREFERRED:
         return elect_preferred(current, replicas, online)
-    if selector is LeaderSelector.CONTROLLED_SHUTDOWN:
-
-        def online_or_shutting_down(r: int) -> bool:
-            return ctx.is_replica_online(r, tp, include_shutting_down=True)
-
-        return elect_controlled_shutdown(
-            current, replicas, online_or_shutting_down, ctx.shutting_down_broker_ids
-        )
     return elect_noop(current, replicas)
 
 

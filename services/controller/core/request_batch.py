@@ -111,6 +111,7 @@ def update_metadata_state(
         return None
     replicas = ctx.replicas(tp)
     deleting = ctx.is_topic_queued_for_deletion(tp.topic)
+    online = ctx.replica_online_check(tp)
     return UpdateMetadataPartitionState(
         tp=tp,
         topic_id=ctx.topic_id(tp.topic),
@@ -120,7 +121,7 @@ def update_metadata_state(
         isr=lai.isr,
         partition_epoch=lai.partition_epoch,
         replicas=replicas,
-        offline_replicas=tuple(r for r in replicas if not ctx.is_replica_online(r, tp)),
+        offline_replicas=tuple([r for r in replicas if not online(r)]),
     )
 
 
@@ -175,21 +176,29 @@ class RequestBatch:
         assignment: ReplicaAssignment,
         is_new: bool,
     ) -> None:
-        topic_id = self._ctx.topic_id(tp.topic)
+        # One immutable state shared by every recipient; a broker whose earlier add said
+        # ``is_new`` gets its own copy that keeps saying so.
+        state = LeaderAndIsrPartitionState(
+            tp,
+            self._ctx.topic_id(tp.topic),
+            leader_and_isr,
+            assignment.replicas,
+            assignment.adding,
+            assignment.removing,
+            is_new,
+        )
+        by_broker = self._leader_and_isr
         for broker in brokers:
             if broker < 0:
                 continue
-            per_broker = self._leader_and_isr.setdefault(broker, {})
+            per_broker = by_broker.get(broker)
+            if per_broker is None:
+                per_broker = by_broker[broker] = {}
             previous = per_broker.get(tp)
-            per_broker[tp] = LeaderAndIsrPartitionState(
-                tp=tp,
-                topic_id=topic_id,
-                leader_and_isr=leader_and_isr,
-                replicas=assignment.replicas,
-                adding_replicas=assignment.adding,
-                removing_replicas=assignment.removing,
-                is_new=is_new or (previous is not None and previous.is_new),
-            )
+            if not is_new and previous is not None and previous.is_new:
+                per_broker[tp] = state._replace(is_new=True)
+            else:
+                per_broker[tp] = state
 
     def add_stop_replica(self, brokers: Iterable[int], tp: TopicPartition, delete: bool) -> None:
         if self._ctx.is_topic_queued_for_deletion(tp.topic):

@@ -156,9 +156,14 @@ def elect_controlled_shutdown(
     assigned replica that is online or shutting down (the shutting-down one must learn it is no
     longer leader).
     """
-    live_or_shutting_down = tuple(r for r in assignment if is_online_or_shutting_down(r))
-    new_isr = tuple(r for r in current.isr if r not in shutting_down)
-    leader = next((r for r in live_or_shutting_down if r in new_isr), None)
+    # List comprehensions and a plain loop: this runs once per partition the broker leads.
+    live_or_shutting_down = tuple([r for r in assignment if is_online_or_shutting_down(r)])
+    new_isr = tuple([r for r in current.isr if r not in shutting_down])
+    leader = None
+    for r in live_or_shutting_down:
+        if r in new_isr:
+            leader = r
+            break
     if leader is None:
         return ElectionFailure(
             ElectionError.ELIGIBLE_LEADERS_NOT_AVAILABLE,

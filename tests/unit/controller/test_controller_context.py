@@ -46,6 +46,47 @@ def test_liveness_views(make_ctx) -> None:
     assert ctx.live_or_shutting_down_broker_ids == {1, 2} and ctx.shutting_down_broker_ids == set()
 
 
+@pytest.mark.parametrize(
+    ("offline_dirs", "include_shutting_down", "tp", "expected"),
+    [
+        ({}, False, T0, [True, True, False, False]),
+        ({}, True, T0, [True, True, True, False]),
+        ({2: [T0]}, False, T0, [True, False, False, False]),
+        ({2: [T0]}, True, T0, [True, False, True, False]),
+        ({2: [T0]}, False, T1, [True, True, False, False]),
+        ({3: [T0]}, True, T0, [True, True, False, False]),
+    ],
+)
+def test_replica_online_check_is_is_replica_online(
+    make_ctx, offline_dirs, include_shutting_down, tp, expected
+) -> None:
+    ctx = make_ctx(
+        assignments={T0: (1, 2, 3), T1: (1, 2, 3)},
+        brokers=(1, 2, 3),
+        shutting_down=(3,),
+        offline_dirs=offline_dirs,
+    )
+    check = ctx.replica_online_check(tp, include_shutting_down=include_shutting_down)
+    assert [check(b) for b in (1, 2, 3, 4)] == expected
+    assert expected == [
+        ctx.is_replica_online(b, tp, include_shutting_down=include_shutting_down)
+        for b in (1, 2, 3, 4)
+    ]
+
+
+def test_shutting_down_ids_follow_every_broker_change(make_ctx) -> None:
+    ctx = make_ctx(assignments={T0: (1, 2, 3)}, brokers=(1, 2, 3))
+    seen = [ctx.shutting_down_broker_ids]
+    ctx.apply_broker_shutting_down(2)
+    seen.append(ctx.shutting_down_broker_ids)
+    ctx.apply_broker_shutting_down(3)
+    seen.append(ctx.shutting_down_broker_ids)
+    ctx.apply_broker_removed(2)
+    seen.append(ctx.shutting_down_broker_ids)
+    assert seen == [frozenset(), {2}, {2, 3}, {3}]
+    assert [ctx.is_replica_online(b, T0) for b in (1, 2, 3)] == [True, False, False]
+
+
 def test_partition_and_replica_queries(make_ctx) -> None:
     ctx = make_ctx(
         assignments={T0: (1, 2), T1: ReplicaAssignment((3, 2, 1), (3,), (1,)), U0: (2,)},

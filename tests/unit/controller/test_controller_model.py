@@ -92,6 +92,30 @@ def test_leader_and_isr_changes() -> None:
     assert base.has_leader and not LeaderAndIsr(-1, 7, (1,), 4).has_leader
 
 
+def test_derived_values_equal_constructed_ones() -> None:
+    base = LeaderAndIsr(1, 7, [1, 2, 3], 4, 42)  # type: ignore[arg-type]
+    derived = [
+        base.new_leader_and_isr(2, [2, 3]),
+        base.with_epochs(controller_epoch=9),
+        base.with_epochs(partition_epoch=50),
+        base.with_epochs(controller_epoch=9, partition_epoch=50),
+        base.new_recovering_leader_and_isr(3, (3,)),
+    ]
+    constructed = [
+        LeaderAndIsr(2, 8, (2, 3), 4, 42),
+        LeaderAndIsr(1, 7, (1, 2, 3), 9, 42),
+        LeaderAndIsr(1, 7, (1, 2, 3), 4, 50),
+        LeaderAndIsr(1, 7, (1, 2, 3), 9, 50),
+        LeaderAndIsr(3, 8, (3,), 4, 42, True),
+    ]
+    assert derived == constructed
+    assert [hash(d) for d in derived] == [hash(c) for c in constructed]
+    assert [repr(d) for d in derived] == [repr(c) for c in constructed]
+    assert all(type(d.isr) is tuple for d in derived)
+    with pytest.raises(AttributeError):
+        derived[0].leader = 5  # type: ignore[misc]
+
+
 def test_same_decision_ignores_only_partition_epoch() -> None:
     a = LeaderAndIsr(1, 7, (1, 2), 4, 42)
     assert a.same_decision_as(LeaderAndIsr(1, 7, (1, 2), 4, 99))

@@ -112,6 +112,19 @@ def test_is_new_and_delete_are_sticky_latest_state_wins(make_ctx) -> None:
     assert out[1].stop_replica == (StopReplicaPartitionState(T0, 7, True),)
 
 
+def test_is_new_stays_per_broker_when_a_later_add_reaches_more_brokers(make_ctx) -> None:
+    ctx = make_ctx(assignments={T0: (1, 2, 3)}, leadership={T0: LAI})
+    batch = RequestBatch(ctx)
+    newer = LeaderAndIsr(2, 8, (2, 3), 5, 43)
+    batch.add_leader_and_isr([2], T0, LAI, ReplicaAssignment((1, 2, 3)), is_new=True)
+    batch.add_leader_and_isr([1, 2, 3], T0, newer, ReplicaAssignment((1, 2, 3)), is_new=False)
+    out = batch.build()
+    assert {b: out[b].leader_and_isr for b in (1, 2, 3)} == {
+        b: (LeaderAndIsrPartitionState(T0, "id-t", newer, (1, 2, 3), (), (), b == 2),)
+        for b in (1, 2, 3)
+    }
+
+
 @pytest.mark.parametrize(
     ("leadership", "deleting", "epoch"),
     [

@@ -57,6 +57,44 @@ def test_encoded_update_metadata_is_the_message() -> None:
     assert parts == wire.update_metadata_body(STATES)
 
 
+LAI_STATES = (
+    LeaderAndIsrPartitionState(
+        TopicPartition("a", 0), "id-a", LeaderAndIsr(2, 4, (2, 3), 5, 70), (1, 2, 3), (), (), False
+    ),
+    LeaderAndIsrPartitionState(
+        TopicPartition("a", 1),
+        "id-a",
+        LeaderAndIsr(3, 9, (3,), 5, 71, True),
+        (3, 4),
+        (4,),
+        (),
+        True,
+    ),
+    LeaderAndIsrPartitionState(
+        TopicPartition("b", 0), "id-b", LeaderAndIsr(1, 1, (1, 2), 5, 72), (1, 2), (), (2,), False
+    ),
+)
+
+
+def test_encoded_leader_and_isr_is_the_message() -> None:
+    encoded_states: list[LeaderAndIsrPartitionState] = []
+
+    def encode(s: LeaderAndIsrPartitionState) -> bytes:
+        encoded_states.append(s)
+        return wire.leader_and_isr_state_bytes(s)
+
+    for broker, lai in ((B1, LAI_STATES), (B2, LAI_STATES[1:2])):
+        req = _requests(broker, lai=lai)
+        encoded = wire.encoded_leader_and_isr(req, encode)
+        assert encoded is not None
+        assert encoded.decode() == wire.leader_and_isr(req)
+        assert (encoded.broker_epoch, encoded.controller_epoch, encoded.partition_count) == (
+            broker.epoch, 5, len(lai)
+        )  # fmt: skip
+    assert encoded_states == [*LAI_STATES, LAI_STATES[1]]
+    assert wire.encoded_leader_and_isr(_requests(B1), encode) is None
+
+
 class _Recording(ControllerChannelManager):
     """Real queues and senders; gRPC replaced by calls that serialise in a task of their own
     (as grpc aio does) and then wait for ``release`` before answering."""
@@ -103,6 +141,8 @@ async def test_send_batch_encodes_once_and_wait_issued_follows_grpc() -> None:
     assert ch.wire == []  # queued, not yet handed to gRPC
     assert await ch.wait_issued(1.0)
     assert [(b, k) for b, k, _ in ch.wire] == [(1, LEADER_AND_ISR), (2, UPDATE_METADATA)]
+    lai_pb = control_pb2.LeaderAndIsrRequest.FromString(ch.wire[0][2])
+    assert lai_pb == wire.leader_and_isr(_requests(B1, lai=(lai,)))
     um = control_pb2.UpdateMetadataRequest.FromString(ch.wire[1][2])
     assert um == wire.update_metadata(_requests(B2), "ctl", 9190)
 
@@ -114,4 +154,31 @@ async def test_send_batch_encodes_once_and_wait_issued_follows_grpc() -> None:
     await asyncio.sleep(0.01)
     both = [(1, LEADER_AND_ISR), (1, UPDATE_METADATA), (2, UPDATE_METADATA), (2, UPDATE_METADATA)]
     assert sorted(ch.answers) == both
+    await ch.close()
+
+
+async def test_send_batch_encodes_a_shared_leader_and_isr_state_once(monkeypatch) -> None:
+    ch = _Recording()
+    ch.add_broker(B1)
+    ch.add_broker(B2)
+    encoded: list[TopicPartition] = []
+    real = wire.leader_and_isr_state_bytes
+
+    def counting(s: LeaderAndIsrPartitionState) -> bytes:
+        encoded.append(s.tp)
+        return real(s)
+
+    monkeypatch.setattr(wire, "leader_and_isr_state_bytes", counting)
+    one = {1: _requests(B1, lai=LAI_STATES), 2: _requests(B2, lai=LAI_STATES[:2])}
+    ch.send_batch(one)
+    ch.release.set()
+    assert await ch.wait_issued(1.0)
+    await asyncio.sleep(0.01)
+    assert encoded == [s.tp for s in LAI_STATES]
+    sent = {
+        b: control_pb2.LeaderAndIsrRequest.FromString(data)
+        for b, kind, data in ch.wire
+        if kind == LEADER_AND_ISR
+    }
+    assert sent == {b: wire.leader_and_isr(one[b]) for b in (1, 2)}
     await ch.close()

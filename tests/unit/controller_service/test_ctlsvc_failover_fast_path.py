@@ -8,6 +8,7 @@ serialise the request in a task of their own, as grpc aio does, and answer at on
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 
 from leasehold.broker.v1 import control_pb2
@@ -215,3 +216,74 @@ async def test_controlled_shutdown_moves_everything_off_the_broker(tmp_path) -> 
         lai = ctx.leader_and_isr(TopicPartition("s", p))
         assert (lai.leader, lai.isr) == (2, (2, 3)), p
     assert c.ctx.partitions_led_by(1) == ()
+
+
+async def test_controlled_shutdown_answers_before_building_requests(tmp_path) -> None:
+    # Broker 1 leads 0..3 and follows 4..5; the answer is set before any request is gathered,
+    # with the cyclic collector paused until then, and the requests that follow are complete.
+    leaders = {TopicPartition("s", p): ([1, 2, 3] if p < 4 else [2, 1, 3]) for p in range(6)}
+    timeline: list = []
+    c = await _active(tmp_path, leaders, timeline)
+    timeline.clear()
+    future = asyncio.get_running_loop().create_future()
+    seen: list[tuple[str, bool, bool]] = []
+    add_plan, commit_plan = c.batch.add_plan, c.store.commit_plan
+
+    def recording_add_plan(plan) -> None:
+        seen.append(("add_plan", future.done(), gc.isenabled()))
+        add_plan(plan)
+
+    async def recording_commit_plan(plan, offline=None):
+        seen.append(("commit", future.done(), gc.isenabled()))
+        return await commit_plan(plan, offline)
+
+    c.batch.add_plan = recording_add_plan  # type: ignore[method-assign]
+    c.store.commit_plan = recording_commit_plan  # type: ignore[method-assign]
+    req = controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=11)
+    assert gc.isenabled()
+    await c.handle(ev.ControlledShutdown(req, future))
+    assert gc.isenabled()
+    assert (future.result().error_code, list(future.result().remaining_partitions)) == (0, [])
+    assert seen == [
+        ("commit", False, False),
+        ("commit", False, False),
+        ("add_plan", True, True),
+        ("add_plan", True, True),
+    ]
+    await asyncio.sleep(0.01)
+    sent: dict[tuple[int, str], list] = {}
+    for _, broker, kind, data in timeline:
+        if kind == "LeaderAndIsr":
+            pb = control_pb2.LeaderAndIsrRequest.FromString(data)
+            sent[broker, kind] = [
+                (s.partition, s.leader, list(s.isr), s.leader_epoch) for s in pb.partition_states
+            ]
+        elif kind == "StopReplica":
+            pb = control_pb2.StopReplicaRequest.FromString(data)
+            sent[broker, kind] = [(s.partition, s.delete_partition) for s in pb.partition_states]
+        else:
+            pb = control_pb2.UpdateMetadataRequest.FromString(data)
+            sent[broker, kind] = [(s.partition, s.leader) for s in pb.partition_states]
+    moved = [(p, 2, [2, 3], 3) for p in range(4)]
+    shrunk = [(p, 2, [2, 3], 3) for p in range(4, 6)]
+    assert sent == {
+        (1, "LeaderAndIsr"): moved,
+        (2, "LeaderAndIsr"): moved + shrunk,
+        (3, "LeaderAndIsr"): moved + shrunk,
+        (1, "StopReplica"): [(4, False), (5, False)],
+        **{(b, "UpdateMetadata"): [(p, 2) for p in range(6)] for b in (1, 2, 3)},
+    }
+
+
+async def test_controlled_shutdown_leaves_a_disabled_collector_disabled(tmp_path) -> None:
+    leaders = {TopicPartition("s", p): [1, 2, 3] for p in range(3)}
+    c = await _active(tmp_path, leaders, [])
+    future = asyncio.get_running_loop().create_future()
+    req = controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=11)
+    gc.disable()
+    try:
+        await c.handle(ev.ControlledShutdown(req, future))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert [c.ctx.leader_and_isr(TopicPartition("s", p)).leader for p in range(3)] == [2, 2, 2]
