@@ -1,8 +1,8 @@
 """Many small atomic file replacements made durable together (one LeaderAndIsr's worth).
 
-A LeaderAndIsr naming thousands of partitions changes two small files per replica
-(``partition.metadata`` of a new replica, ``leader-epoch-checkpoint`` of each new leader
-epoch). Replacing them one at a time costs an fsync of the file and one of its directory each,
+A LeaderAndIsr naming thousands of new replicas writes a small file for each
+(``partition.metadata``; their leader epochs go to the epoch journal, ``epoch_journal``).
+Replacing them one at a time costs an fsync of the file and one of its directory each,
 serially: seconds per 10,000 partitions. A batch gives the same guarantee — after a crash each
 file holds its old or its new content, and once ``write_batch`` returns every new content is on
 disk — for a fraction of the cost:

@@ -3,7 +3,8 @@
 Followers truncate by asking the leader where their last epoch ends (OffsetsForLeaderEpoch,
 KIP-101/279, seed 001), so this cache must answer exactly as Kafka's LeaderEpochFileCache
 does. It is pure: mutators return whether anything changed and the ``Log`` persists the
-entries (``leader-epoch-checkpoint``) when they did.
+entries (``epoch_file``: the epoch journal, or a standalone log's
+``leader-epoch-checkpoint``) when they did.
 
 Invariant: epochs and start offsets both strictly increase along the entry list.
 """

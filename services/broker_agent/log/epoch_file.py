@@ -1,77 +1,90 @@
-"""The leader-epoch cache persisted to its ``leader-epoch-checkpoint`` file.
+"""The leader-epoch cache, persisted on every change.
 
-Every change is written (atomically, fsynced) before the call returns — except a change the
-caller asks to defer (``assign(..., defer=True)``: a LeaderAndIsr taking a new leader epoch on
-thousands of partitions at once). A deferred change is made durable by the owner's batch
-(``pending()`` hands out the content to write, ``durable.BatchWriter`` writes it) before the
-LeaderAndIsr is answered and before the replica accepts appends under that epoch. A follower
-must never lose an epoch boundary it has acknowledged data under, so nothing is left pending
-beyond that.
+A log under a LogManager persists to the data directory's journal (``epoch_journal``: one
+append and one fdatasync per batch of partitions); a standalone ``Log`` to its own
+``leader-epoch-checkpoint`` file in Kafka's format (atomic replace). A log from before the
+journal existed is read from that file once; its next change goes to the journal, which wins
+from then on.
 
-Each change bumps a version. Direct writes and batch renames both happen under one lock and
-record the version they made durable, so a batch holding an older snapshot never overwrites a
-newer content written directly meanwhile (a truncation, say).
+Every change is durable before the call returns — except one the caller asks to defer
+(``assign(..., defer=True)``: a LeaderAndIsr taking a new leader epoch on thousands of
+partitions at once). The owner then ``stage``\\ s the deferred entries into the journal, syncs
+the journal once for the whole batch, and reports the staged version back (``synced``). That
+happens before the LeaderAndIsr is answered and before the replica accepts appends under the
+new epoch: a follower must never lose an epoch boundary it has acknowledged data under.
 """
 
 from __future__ import annotations
 
-import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from services.broker_agent.log import checkpoint
-from services.broker_agent.log.durable import PendingFile
 from services.broker_agent.log.epoch_cache import LeaderEpochCache
+from services.broker_agent.log.epoch_journal import EpochJournal, TopicPartition
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
-class LeaderEpochFileCache(LeaderEpochCache):
-    """A LeaderEpochCache loaded from, and written through to, the log directory's file."""
+@dataclass(frozen=True)
+class EpochStore:
+    """Where a LogManager's log keeps its leader epochs: the shared journal under ``key``.
+    ``entries`` are the journal's for this log (None: read the log's old checkpoint file)."""
 
-    def __init__(self, directory: Path) -> None:
-        self._path: Path | None = None  # no writes while loading
-        self._write_lock = threading.Lock()
+    journal: EpochJournal
+    key: TopicPartition
+    entries: list[tuple[int, int]] | None = None
+
+
+class LeaderEpochFileCache(LeaderEpochCache):
+    """A LeaderEpochCache written through to ``store``'s journal, or without one to
+    ``directory``'s checkpoint file. Callers hold the log's lock around every method."""
+
+    def __init__(self, directory: Path, store: EpochStore | None = None) -> None:
+        self._ready = False  # the constructor's own assignments write nothing
+        self._journal = store.journal if store is not None else None
+        self._key = store.key if store is not None else None
+        self._path = directory / LEADER_EPOCH_CHECKPOINT
         self._version = 0
         self._durable_version = 0
         self._defer = False
-        super().__init__(checkpoint.read_epoch_entries(directory / LEADER_EPOCH_CHECKPOINT))
-        self._path = directory / LEADER_EPOCH_CHECKPOINT
+        entries = store.entries if store is not None else None
+        if entries is None:
+            entries = checkpoint.read_epoch_entries(self._path)
+        super().__init__(entries)
+        self._ready = True
 
     @property
     def unsynced(self) -> bool:
         """True while a deferred change is not yet on disk."""
         return self._durable_version < self._version
 
-    def pending(self, key: object = None) -> PendingFile | None:
-        """The file content that makes the deferred changes durable (None: nothing pending).
-
-        Callers hold the log's lock, so the snapshot is consistent.
-        """
-        if self._path is None or not self.unsynced:
+    def stage(self) -> int | None:
+        """Queue the deferred entries in the journal; the version to report to ``synced``
+        once the journal is synced (None: nothing owed)."""
+        if not self.unsynced or self._journal is None:
             return None
-        version = self._version
-        data = checkpoint.epoch_entries_bytes(self.pairs())
+        self._journal.stage(self._key, self.pairs())  # type: ignore[arg-type]
+        return self._version
 
-        def commit() -> bool:  # called under self._write_lock by the batch writer
-            if version <= self._durable_version:
-                return False
-            self._durable_version = version
-            return True
-
-        return PendingFile(self._path, data, key, self._write_lock, commit)
+    def synced(self, version: int) -> None:
+        self._durable_version = max(self._durable_version, version)
 
     def _persisted(self, changed: bool) -> bool:
-        if changed and self._path is not None:
+        if changed and self._ready:
             self._version += 1
             if not self._defer:
-                version, pairs = self._version, self.pairs()
-                with self._write_lock:
+                pairs = self.pairs()
+                if self._journal is not None:
+                    self._journal.record(self._key, pairs)  # type: ignore[arg-type]
+                else:
                     checkpoint.write_epoch_entries(self._path, pairs)
-                    self._durable_version = max(self._durable_version, version)
+                self._durable_version = self._version
         return changed
 
     def assign(self, epoch: int, start_offset: int, *, defer: bool = False) -> bool:
-        self._defer = defer
+        # A standalone log has no batch to defer to: it writes at once.
+        self._defer = defer and self._journal is not None
         try:
             return self._persisted(super().assign(epoch, start_offset))
         finally:

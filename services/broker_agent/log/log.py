@@ -22,9 +22,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from services.broker_agent.log.batch import Record, build_batch, iter_batches, validated_batches
 from services.broker_agent.log.config import LogConfig
-from services.broker_agent.log.durable import PendingFile
 from services.broker_agent.log.epoch_cache import EpochEntry, LeaderEpochCache
-from services.broker_agent.log.epoch_file import LeaderEpochFileCache
+from services.broker_agent.log.epoch_file import EpochStore, LeaderEpochFileCache
 from services.broker_agent.log.errors import (
     CorruptRecordError,
     KafkaStorageError,
@@ -97,9 +96,12 @@ class Log:
         high_watermark: int = 0,
         log_start_offset: int = 0,
         clock: Callable[[], int] | None = None,
+        epochs: EpochStore | None = None,
     ) -> Log:
         """Open (creating if needed) and recover the log in ``directory``. The watermarks
-        are the LogManager's checkpointed values, clamped to what survived recovery."""
+        are the LogManager's checkpointed values, clamped to what survived recovery; its
+        leader epochs live in ``epochs`` (the manager's journal) or, standalone, in the
+        log's own checkpoint file."""
         log = cls(
             Path(directory),
             config or LogConfig(),
@@ -108,18 +110,18 @@ class Log:
         )
         try:
             with log._lock:
-                log._load(high_watermark, log_start_offset)
+                log._load(high_watermark, log_start_offset, epochs)
         except (OSError, CorruptRecordError) as exc:  # the latter: below the recovery point
             log._local.close()
             raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
         return log
 
-    def _load(self, high_watermark: int, log_start_offset: int) -> None:
+    def _load(self, high_watermark: int, log_start_offset: int, epochs: EpochStore | None) -> None:
         self._local.load(initial_base_offset=max(log_start_offset, 0))
         leo = self.log_end_offset
         self._log_start_offset = min(max(log_start_offset, self._local.first_base_offset), leo)
         self._high_watermark = min(max(high_watermark, self._log_start_offset), leo)
-        self._epochs = LeaderEpochFileCache(self.directory)
+        self._epochs = LeaderEpochFileCache(self.directory, epochs)
         self._epochs.truncate_from_end(leo)
         self._epochs.truncate_from_start(self._log_start_offset)
 
@@ -351,6 +353,11 @@ class Log:
     def epoch_entries(self) -> list[EpochEntry]:
         return self._epochs.entries()
 
+    def epoch_pairs(self) -> list[tuple[int, int]]:
+        """The leader-epoch entries as ``(epoch, start offset)``, read under the lock."""
+        with self._lock:
+            return self._epochs.pairs()
+
     @_guarded
     def assign_epoch_start_offset(
         self, epoch: int, start_offset: int, *, defer_sync: bool = False
@@ -358,20 +365,26 @@ class Log:
         """Record that ``epoch`` starts at ``start_offset`` (a new leader does this at its
         log end offset before accepting writes).
 
-        With ``defer_sync`` the checkpoint file is not written here: the caller batches it
-        (``pending_epoch_checkpoint``) and must not accept appends until it is durable.
+        With ``defer_sync`` nothing is written here: the caller batches it
+        (``stage_epoch_checkpoint``) and must not accept appends until it is durable.
         """
         if isinstance(self._epochs, LeaderEpochFileCache):
             self._epochs.assign(epoch, start_offset, defer=defer_sync)
         else:
             self._epochs.assign(epoch, start_offset)
 
-    def pending_epoch_checkpoint(self, key: object = None) -> PendingFile | None:
-        """The leader-epoch checkpoint content a deferred assignment still owes the disk."""
+    def stage_epoch_checkpoint(self) -> int | None:
+        """Queue a deferred assignment's entries in the journal; the version to hand to
+        ``epoch_checkpoint_synced`` once the journal is synced (None: nothing owed)."""
         with self._lock:
             if self._offline is not None or not isinstance(self._epochs, LeaderEpochFileCache):
                 return None
-            return self._epochs.pending(key)
+            return self._epochs.stage()
+
+    def epoch_checkpoint_synced(self, version: int) -> None:
+        with self._lock:
+            if isinstance(self._epochs, LeaderEpochFileCache):
+                self._epochs.synced(version)
 
     def mark_offline(self, reason: str) -> None:
         """A write this log depends on failed elsewhere (a batched checkpoint): as after any

@@ -5,8 +5,9 @@ Layout::
     <data_dir>/
         replication-offset-checkpoint     high watermark of every partition
         log-start-offset-checkpoint       log start offset of every partition
-        <topic>-<partition>/              one Log (segments, leader-epoch-checkpoint,
-                                          recovery-point, partition.metadata)
+        leader-epoch-journal              leader-epoch entries of every partition
+        <topic>-<partition>/              one Log (segments, recovery-point,
+                                          partition.metadata)
 
 Every log shares one bounded LRU of file descriptors, so an agent can host tens of thousands
 of replicas. The watermark checkpoints are written when the owner asks (periodically and on
@@ -14,12 +15,15 @@ shutdown), as Kafka does; each write is atomic.
 
 A LeaderAndIsr naming thousands of partitions uses the batch path: ``create_logs`` opens the
 new logs on worker threads, ``get_or_create(..., defer_sync=True)`` and deferred epoch
-assignments only change memory, and ``sync_pending`` then makes every owed file durable in one
-batch (``durable.BatchWriter``) — instead of two fsyncs per file, serially, per replica.
+assignments only change memory, and ``sync_pending`` then makes everything owed durable at
+once: new topic-id files in one batch (``durable.BatchWriter``), every new leader epoch in one
+append to the epoch journal (``epoch_journal``) — instead of two fsyncs per file, serially,
+per replica.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import threading
@@ -30,6 +34,8 @@ from pathlib import Path
 from services.broker_agent.log import checkpoint
 from services.broker_agent.log.config import LogConfig
 from services.broker_agent.log.durable import BatchWriter, PendingFile, chunked_map
+from services.broker_agent.log.epoch_file import EpochStore
+from services.broker_agent.log.epoch_journal import EpochJournal
 from services.broker_agent.log.errors import (
     InconsistentTopicIdError,
     KafkaStorageError,
@@ -97,16 +103,20 @@ class LogManager:
         self.offline: dict[TopicPartition, str] = {}
         self._pool = ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="log-io")
         self._writer = BatchWriter(self._pool, use_syncfs)
+        # Journal entries of logs that failed to open: kept through compactions.
+        self._offline_epochs: dict[TopicPartition, list[tuple[int, int]]] = {}
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._journal = EpochJournal(self.data_dir)
         self._load()
 
     def _load(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
         high_watermarks = checkpoint.read_partition_offsets(
             self.data_dir / HIGH_WATERMARK_CHECKPOINT
         )
         start_offsets = checkpoint.read_partition_offsets(
             self.data_dir / LOG_START_OFFSET_CHECKPOINT
         )
+        journaled = self._journal.snapshot
         for path in sorted(self.data_dir.iterdir()):
             if path.is_dir() and path.name.endswith(DELETE_SUFFIX):
                 shutil.rmtree(path, ignore_errors=True)  # a deletion interrupted by a crash
@@ -115,16 +125,31 @@ class LogManager:
             if tp is None:
                 continue
             try:
-                self._add(
-                    tp, self._open(path, tp, high_watermarks.get(tp, 0), start_offsets.get(tp, 0))
-                )
+                hw, start = high_watermarks.get(tp, 0), start_offsets.get(tp, 0)
+                self._add(tp, self._open(path, tp, hw, start, journaled.get(tp)))
                 topic_id = checkpoint.read_topic_id(path / PARTITION_METADATA)
                 if topic_id:
                     self._topic_ids[tp] = topic_id
             except KafkaStorageError as exc:
                 self.offline[tp] = str(exc)
+                if tp in journaled:
+                    self._offline_epochs[tp] = journaled[tp]
+        self._journal.snapshot = {}
+        # Rewrite the journal without deleted logs' records and with the logs read from an
+        # old per-log checkpoint file, so the next start reads the journal alone.
+        if set(journaled) - self._logs.keys() - self._offline_epochs.keys() or any(
+            tp not in journaled and log.epoch_pairs() for tp, log in self._logs.items()
+        ):
+            self._journal.compact(self._epoch_records)
 
-    def _open(self, path: Path, tp: TopicPartition, high_watermark: int, start: int) -> Log:
+    def _open(
+        self,
+        path: Path,
+        tp: TopicPartition,
+        high_watermark: int,
+        start: int,
+        epochs: list[tuple[int, int]] | None,
+    ) -> Log:
         return Log.open(
             path,
             self.config_for(tp[0]),
@@ -132,6 +157,7 @@ class LogManager:
             high_watermark=high_watermark,
             log_start_offset=start,
             clock=self._clock,
+            epochs=EpochStore(self._journal, tp, epochs),
         )
 
     # --------------------------------------------------------------- lookups
@@ -193,7 +219,7 @@ class LogManager:
             if topic_id and known_id and known_id != topic_id:
                 raise InconsistentTopicIdError(f"{name} holds topic id {known_id}, not {topic_id}")
             if log is None:
-                log = self._add(tp, self._open(self.data_dir / name, tp, 0, 0))
+                log = self._add(tp, self._open(self.data_dir / name, tp, 0, 0, []))
                 self._new_dirs = True
             if topic_id and not known_id:
                 if defer_sync:
@@ -216,7 +242,7 @@ class LogManager:
 
         def open_one(tp: TopicPartition) -> Log | LogError:
             try:
-                return self._open(self.data_dir / log_dir_name(*tp), tp, 0, 0)
+                return self._open(self.data_dir / log_dir_name(*tp), tp, 0, 0, [])
             except (KafkaStorageError, ValueError) as exc:
                 return exc
 
@@ -234,7 +260,7 @@ class LogManager:
     def sync_pending(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, str]:
         """Make what ``tps`` owe the disk durable in one batch; returns the failures.
 
-        What they owe: a deferred ``partition.metadata`` and leader-epoch checkpoint each, and
+        What they owe: a deferred ``partition.metadata`` and leader-epoch entries each, and
         the data directory entry of a new log. A log whose file could not be written goes
         offline. Blocking: call it from a thread.
         """
@@ -248,15 +274,21 @@ class LogManager:
                 if topic_id is not None and log is not None:
                     path = log.directory / PARTITION_METADATA
                     files.append(PendingFile(path, checkpoint.topic_id_bytes(topic_id), tp))
-        for tp, log in owed:
-            pending = log.pending_epoch_checkpoint(tp) if log is not None else None
-            if pending is not None:
-                files.append(pending)
+        staged = [(tp, log, log.stage_epoch_checkpoint()) for tp, log in owed if log is not None]
+        staged = [(tp, log, version) for tp, log, version in staged if version is not None]
         try:
             failures = self._writer.write_batch(files, extra_dirs)
         except OSError as exc:  # the data directory itself: every new log is suspect
             failures = {f.key: exc for f in files}
             failures.update({tp: exc for tp, log in owed if log is not None})
+        if staged:
+            try:
+                self._journal.sync()
+            except OSError as exc:
+                failures.update({tp: exc for tp, _log, _version in staged})
+            else:
+                for _tp, log, version in staged:
+                    log.epoch_checkpoint_synced(version)
         reasons: dict[TopicPartition, str] = {}
         with self._lock:
             for tp, _log in owed:
@@ -282,11 +314,16 @@ class LogManager:
             was_offline = self.offline.pop(tp, None) is not None
             log = self._logs.pop(tp, None)
             self._by_topic.get(topic, {}).pop(partition, None)
+            self._offline_epochs.pop(tp, None)
             if log is not None:
                 log.delete()
             elif was_offline:
                 with storage_errors(f"cannot delete {topic}-{partition}"):
                     remove_log_directory(self.data_dir / log_dir_name(topic, partition))
+            # Its journal entries go too. If this fails, the next start drops them anyway
+            # (they belong to no log), and a new log of the same name starts empty.
+            with contextlib.suppress(OSError):
+                self._journal.record(tp, [])
             return log is not None or was_offline
 
     # ----------------------------------------------------------- maintenance
@@ -298,9 +335,13 @@ class LogManager:
         self._write_offsets(LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset)
 
     def checkpoint_recovery_points(self) -> None:
-        """Persist each log's recovery point (only those that moved are rewritten)."""
+        """Persist each log's recovery point (only those that moved are rewritten), and
+        compact the epoch journal once it has grown well past its live size."""
         for log in self._online_logs():
             log.checkpoint_recovery_point()
+        if self._journal.needs_compaction():
+            with storage_errors("cannot compact the leader-epoch journal"):
+                self._journal.compact(self._epoch_records)
 
     def flush_all(self) -> None:
         for log in self._online_logs():
@@ -329,9 +370,18 @@ class LogManager:
             self.checkpoint_high_watermarks()
             self.checkpoint_log_start_offsets()
             self.handles.close_all()
+            self._journal.close()
         self._pool.shutdown(wait=True)
 
     # ------------------------------------------------------------- internals
+
+    def _epoch_records(self) -> list[tuple[TopicPartition, list[tuple[int, int]]]]:
+        """Every log's leader-epoch entries, for a journal compaction (each log's lock in
+        turn, never the manager's and a log's at once with the journal's)."""
+        with self._lock:
+            logs = list(self._logs.items())
+            kept = list(self._offline_epochs.items())
+        return [(tp, log.epoch_pairs()) for tp, log in logs] + kept
 
     def _add(self, tp: TopicPartition, log: Log) -> Log:
         self._logs[tp] = log

@@ -1,4 +1,5 @@
-"""Batched durable writes: the BatchWriter, deferred epoch checkpoints, LogManager's batch path."""
+"""Batched durable writes: the BatchWriter and LogManager's batch path (epochs: see
+test_log_epoch_journal)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from services.broker_agent.log import KafkaStorageError, LogConfig, LogManager, checkpoint
+from services.broker_agent.log import KafkaStorageError, LogConfig, LogManager
 from services.broker_agent.log.durable import BATCH_TMP_SUFFIX, BatchWriter, PendingFile
-from services.broker_agent.log.epoch_file import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
+from services.broker_agent.log.epoch_journal import JOURNAL, decode_records
 from services.broker_agent.log.manager import PARTITION_METADATA
 
 
@@ -62,34 +63,12 @@ def test_a_refused_commit_keeps_the_newer_content(tmp_path, pool, use_syncfs):
     assert list(tmp_path.glob(f"*{BATCH_TMP_SUFFIX}")) == []
 
 
-def test_deferred_assignment_waits_for_the_batch(tmp_path, pool):
-    cache = LeaderEpochFileCache(tmp_path)
-    path = tmp_path / LEADER_EPOCH_CHECKPOINT
-    cache.assign(1, 0)
-    assert checkpoint.read_epoch_entries(path) == [(1, 0)]
-    assert cache.pending() is None
-    assert cache.assign(2, 5, defer=True)
-    assert cache.unsynced
-    assert checkpoint.read_epoch_entries(path) == [(1, 0)]
-    pending = cache.pending("tp")
-    assert pending is not None and pending.key == "tp"
-    assert BatchWriter(pool).write_batch([pending]) == {}
-    assert not cache.unsynced
-    assert checkpoint.read_epoch_entries(path) == [(1, 0), (2, 5)]
-    assert LeaderEpochFileCache(tmp_path).pairs() == [(1, 0), (2, 5)]
-
-
-def test_a_direct_write_wins_over_an_older_batch_snapshot(tmp_path, pool):
-    cache = LeaderEpochFileCache(tmp_path)
-    cache.assign(3, 10, defer=True)
-    old_snapshot = cache.pending()
-    cache.truncate_from_end(0)  # written directly: the cache is now empty
-    assert not cache.unsynced
-    assert BatchWriter(pool).write_batch([old_snapshot]) == {}
-    assert checkpoint.read_epoch_entries(tmp_path / LEADER_EPOCH_CHECKPOINT) == []
-
-
 # ----------------------------------------------------------------- LogManager
+
+
+def journal_entries(data_dir: Path) -> dict:
+    """What a restart would read from the epoch journal."""
+    return decode_records((data_dir / JOURNAL).read_bytes())[0]
 
 
 def test_topic_config_applies_to_that_topic_only_and_once(tmp_path):
@@ -115,15 +94,11 @@ def test_batch_path_makes_topic_ids_and_epochs_durable(tmp_path):
         log.assign_epoch_start_offset(4, 0, defer_sync=True)
     directory = tmp_path / "t-0"
     assert not (directory / PARTITION_METADATA).exists()
-    assert not (directory / LEADER_EPOCH_CHECKPOINT).exists()
+    assert journal_entries(tmp_path) == {}
     assert manager.sync_pending(tps) == {}
+    assert journal_entries(tmp_path) == {tp: [(4, 0)] for tp in tps}
     assert manager.sync_pending(tps) == {}  # nothing owed any more
     manager.close()
-    epochs = [
-        checkpoint.read_epoch_entries(tmp_path / f"t-{i}" / LEADER_EPOCH_CHECKPOINT)
-        for i in range(5)
-    ]
-    assert epochs == [[(4, 0)]] * 5
     reopened = LogManager(tmp_path)
     assert [reopened.topic_id(*tp) for tp in tps] == ["id-1"] * 5
     reopened.close()

@@ -199,7 +199,7 @@ def test_a_log_that_cannot_be_loaded_is_offline(tmp_path: Path) -> None:
     logs.get_or_create("t", 0).append_as_leader([Record(b"x")], 1)
     logs.get_or_create("u", 0)
     logs.close()
-    (tmp_path / "t-0" / "leader-epoch-checkpoint").write_text("not a checkpoint")
+    (tmp_path / "t-0" / "recovery-point").write_text("not a checkpoint")
 
     reopened = manager(tmp_path)
     with pytest.raises(KafkaStorageError):
