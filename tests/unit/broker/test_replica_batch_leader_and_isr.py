@@ -10,7 +10,7 @@ import pytest
 
 from leasehold.etcd import Keyspace
 from services.broker_agent.log import LogManager, Record, checkpoint
-from services.broker_agent.log.epoch_file import LEADER_EPOCH_CHECKPOINT
+from services.broker_agent.log.epoch_journal import JOURNAL, decode_records
 from services.broker_agent.log.manager import PARTITION_METADATA
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import Code, LeaderAndIsr, LeaderAndIsrPartition, TopicPartition
@@ -53,9 +53,13 @@ def request(leader: int, epoch: int, count: int = COUNT) -> LeaderAndIsr:
 
 
 def on_disk(manager: ReplicaManager, tp: TopicPartition) -> tuple[list, str | None]:
-    directory = manager.log_manager.data_dir / f"{tp.topic}-{tp.partition}"
-    epochs = checkpoint.read_epoch_entries(directory / LEADER_EPOCH_CHECKPOINT)
-    return epochs, checkpoint.read_topic_id(directory / PARTITION_METADATA)
+    """What a restart would read: the epoch journal's entries and the topic-id file."""
+    data_dir = manager.log_manager.data_dir
+    journal = decode_records((data_dir / JOURNAL).read_bytes())[0]
+    topic_id = checkpoint.read_topic_id(
+        data_dir / f"{tp.topic}-{tp.partition}" / PARTITION_METADATA
+    )
+    return journal.get((tp.topic, tp.partition), []), topic_id
 
 
 async def test_new_leaders_are_durable_when_answered_and_the_loop_ran(manager):
