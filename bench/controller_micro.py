@@ -12,8 +12,11 @@ loop time alone, which is what the failover and controlled-shutdown targets leav
 
 Figures per size: ``um_sent_ms`` (failover start -> every broker's UpdateMetadata serialised
 and handed over, i.e. on the wire in the real controller), ``failover_ms`` (the whole failover
-handler), ``shutdown_ms`` (ControlledShutdown handler of a broker leading every partition), and
-the process CPU time of the last two (``*_cpu_ms``: less sensitive to a shared machine's load).
+handler), ``shutdown_ms`` (ControlledShutdown handler of a broker leading every partition),
+``broker_failure_ms`` (the handler of the lease expiry of a broker leading every partition:
+every partition re-elected) with ``bf_um_sent_ms`` (its start -> every surviving broker's first
+UpdateMetadata serialised), and the process CPU time of the handlers (``*_cpu_ms``: less
+sensitive to a shared machine's load).
 """
 
 from __future__ import annotations
@@ -206,8 +209,35 @@ async def shutdown(c: Controller, broker_id: int) -> dict[str, float]:
     return {"shutdown_ms": elapsed, "shutdown_cpu_ms": cpu, "shutdown_writes": c.store.writes}
 
 
+async def broker_failure(c: Controller, broker_id: int) -> dict[str, float]:
+    """``broker_id``'s registration disappears (lease expiry) on an active controller."""
+    channels = c.channels
+    assert isinstance(channels, RecordingChannels)
+    channels.um_at.clear()
+    c.store.writes = 0
+    cpu = time.process_time()
+    started = time.perf_counter()
+    await c.handle(ev.BrokerChange(deregistered=(broker_id,)))
+    elapsed = (time.perf_counter() - started) * 1000
+    cpu = (time.process_time() - cpu) * 1000
+    await asyncio.sleep(0.05)  # let the senders drain what the event queued last
+    assert broker_id not in c.ctx.live_or_shutting_down_broker_ids
+    survivors = [b for b in BROKERS if b != broker_id]
+    um = max(channels.um_at.get(b, float("nan")) for b in survivors)
+    return {
+        "broker_failure_ms": elapsed,
+        "broker_failure_cpu_ms": cpu,
+        "bf_um_sent_ms": (um - started) * 1000,
+        "broker_failure_writes": c.store.writes,
+    }
+
+
 async def measure(
-    partitions: int, profile: cProfile.Profile | None, *, with_shutdown: bool = True
+    partitions: int,
+    profile: cProfile.Profile | None,
+    *,
+    with_shutdown: bool = True,
+    with_broker_failure: bool = True,
 ) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,20 +252,29 @@ async def measure(
             profile.disable()
         await c.deactivate("done")
         log.close()
-        if not with_shutdown:
-            return out
-
-        log = StateChangeLog(f"{tmp}/sc2.log", controller_id=1)
-        c = await standby(partitions, 1, log)
-        await failover(c)
-        c.store.writes = 0
-        if profile is not None:
-            profile.enable()
-        out.update(await shutdown(c, 1))
-        if profile is not None:
-            profile.disable()
-        await c.deactivate("done")
-        log.close()
+        if with_shutdown:
+            log = StateChangeLog(f"{tmp}/sc2.log", controller_id=1)
+            c = await standby(partitions, 1, log)
+            await failover(c)
+            c.store.writes = 0
+            if profile is not None:
+                profile.enable()
+            out.update(await shutdown(c, 1))
+            if profile is not None:
+                profile.disable()
+            await c.deactivate("done")
+            log.close()
+        if with_broker_failure:
+            log = StateChangeLog(f"{tmp}/sc3.log", controller_id=1)
+            c = await standby(partitions, 1, log)
+            await failover(c)
+            if profile is not None:
+                profile.enable()
+            out.update(await broker_failure(c, 1))
+            if profile is not None:
+                profile.disable()
+            await c.deactivate("done")
+            log.close()
     return out
 
 
@@ -243,12 +282,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[10_000, 100_000])
     parser.add_argument("--profile", default="", help="write a cProfile of the measured parts")
-    parser.add_argument("--no-shutdown", action="store_true", help="measure the failover only")
+    parser.add_argument("--no-shutdown", action="store_true", help="skip the controlled shutdown")
+    parser.add_argument("--no-broker-failure", action="store_true", help="skip the broker failure")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     for size in args.sizes:
         profile = cProfile.Profile() if args.profile else None
-        figures = asyncio.run(measure(size, profile, with_shutdown=not args.no_shutdown))
+        figures = asyncio.run(
+            measure(
+                size,
+                profile,
+                with_shutdown=not args.no_shutdown,
+                with_broker_failure=not args.no_broker_failure,
+            )
+        )
         print(f"{size:>7} partitions: " + ", ".join(f"{k} {v:,.0f}" for k, v in figures.items()))
         if profile is not None:
             profile.dump_stats(args.profile.replace(".prof", f"-{size}.prof"))

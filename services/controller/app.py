@@ -192,20 +192,39 @@ class ControllerApp:
                 response.error_message,
             )
         if kind in (LEADER_AND_ISR, STOP_REPLICA):
-            for e in response.partition_errors:
-                if e.error_code != common_pb2.ERROR_CODE_NONE:
-                    log.warning(
-                        "%s for %s-%d failed on broker %d: %s",
-                        kind,
-                        e.topic,
-                        e.partition,
-                        broker_id,
-                        common_pb2.ErrorCode.Name(e.error_code),
-                    )
+            _log_partition_errors(kind, broker_id, response.partition_errors)
         if kind == STOP_REPLICA:
             result = stop_replica_result(broker_id, request, response)
             if result is not None:
                 self.events.put(result)
+
+
+def _log_partition_errors(kind: str, broker_id: int, errors) -> None:
+    """One line per error code, naming a few partitions: a repeated LeaderAndIsr of 10,000
+    partitions (Kafka's replica step after a broker failure re-sends what the election sent)
+    is answered with 10,000 STALE_CONTROLLER_EPOCH errors, which the broker ignores."""
+    failed: dict[int, list[str]] = {}
+    for e in errors:
+        if e.error_code != common_pb2.ERROR_CODE_NONE:
+            failed.setdefault(e.error_code, []).append(f"{e.topic}-{e.partition}")
+    for code, names in failed.items():
+        # An equal leader epoch is Kafka's "already applied", not a failure worth a warning.
+        level = (
+            logging.INFO
+            if code == common_pb2.ERROR_CODE_STALE_CONTROLLER_EPOCH
+            else logging.WARNING
+        )
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        log.log(
+            level,
+            "%s failed on broker %d for %d partitions (%s): %s%s",
+            kind,
+            broker_id,
+            len(names),
+            common_pb2.ErrorCode.Name(code),
+            ", ".join(names[:5]),
+            more,
+        )
 
 
 def stop_replica_result(broker_id: int, request, response) -> StopReplicaResult | None:

@@ -73,7 +73,8 @@ class _Batch:
 @dataclass
 class _Broker:
     """One broker's channel and sender. ``queued`` counts batches put on the queue, ``issued``
-    those whose first request gRPC has serialised (and so sends without our event loop)."""
+    those whose first request gRPC has serialised (and so sends without our event loop),
+    ``finished`` those the sender is done with (all answered)."""
 
     info: BrokerInfo
     channel: grpc.aio.Channel
@@ -83,6 +84,7 @@ class _Broker:
     queued: int = 0
     issued: int = 0
     sending: int = 0  # the batch the sender is working on
+    finished: int = 0
     progress: asyncio.Event = field(default_factory=asyncio.Event)
 
     def serialize(self, request: Request) -> bytes:
@@ -196,11 +198,23 @@ class ControllerChannelManager:
         broker.queued += 1
         return True
 
-    async def wait_issued(self, timeout_s: float) -> bool:
+    async def wait_issued(self, timeout_s: float, *, idle_only: bool = False) -> bool:
         """Wait until every broker's sender has handed the first request of each batch queued
         so far to gRPC; False if that took longer than ``timeout_s`` (a sender still busy with
-        an earlier request to a slow broker)."""
-        targets = [(b, b.queued) for b in self._brokers.values() if b.issued < b.queued]
+        an earlier request to a slow broker).
+
+        With ``idle_only`` only the senders that are not working on a batch are waited for, and
+        only until they have handed over the next one: a busy sender sends when its broker
+        answers, which needs the event loop free, so waiting for it would only stall the caller.
+        """
+        if idle_only:
+            targets = [
+                (b, b.sending + 1)
+                for b in self._brokers.values()
+                if b.sending == b.finished and b.issued < b.queued
+            ]
+        else:
+            targets = [(b, b.queued) for b in self._brokers.values() if b.issued < b.queued]
 
         async def issued(broker: _Broker, target: int) -> None:
             while broker.issued < target:
@@ -246,6 +260,7 @@ class ControllerChannelManager:
                             "error in %s response callback for broker %d", kind, broker.info.id
                         )
                 span.set_attributes(telemetry.attrs(attempts=attempts))
+            broker.finished += 1
 
     async def _send_until_answered(
         self, broker: _Broker, kind: str, request: Request

@@ -8,8 +8,10 @@ decide-commit-apply pipeline every flow uses (DESIGN section 5): commit the plan
 partition-state writes in fenced batched transactions, apply the plan to the context with the
 committed partition epochs, log its transitions, then queue its broker requests. Each event's
 requests form one batch, sent per broker when the event is done (or earlier where a flow needs
-an order, as failover does for UpdateMetadata). The state-change log is flushed after every
-event.
+an order, as failover does for UpdateMetadata, or where a state machine's batch must not wait
+for the next step, as on a broker failure). The state-change log is flushed after every event,
+once gRPC has the event's last requests (``send_now``): encoding tens of thousands of records is
+not on the brokers' path.
 
 A ``FencedError`` anywhere means another controller has taken over: we resign at once.
 
@@ -53,6 +55,10 @@ from services.controller.view import ClusterView, apply_warm
 log = logging.getLogger(__name__)
 
 Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
+
+# How long ``send_now`` waits for gRPC to take a batch from idle senders (normally a few loop
+# iterations) before computing on anyway.
+ISSUE_TIMEOUT_S = 0.5
 
 _METADATA = (
     ev.BrokerChange,
@@ -113,7 +119,7 @@ class Controller:
         with self._event_span(event):
             try:
                 await self._dispatch(event)
-                self.flush()
+                await self.send_now()  # on gRPC's side before the records are encoded
             except (FencedError, NotElectedError) as e:
                 log.warning("deposed while handling %s: %s", event.name, e)
                 await self.deactivate(f"fenced: {e}")
@@ -266,13 +272,27 @@ class Controller:
             if stored is not None:
                 self.ctx.apply_leader_and_isr(tp, stored.leader_and_isr)
 
-    def flush(self) -> None:
-        """Send the current batch: one request of each kind per broker."""
+    def flush(self) -> bool:
+        """Send the current batch: one request of each kind per broker. True if any broker
+        got something queued."""
         if not self.batch.has_pending:
-            return
+            return False
         requests = self.batch.build()
-        if self.channels is not None and self.active:
-            self.channels.send_batch(requests)
+        if self.channels is None or not self.active or not requests:
+            return False
+        self.channels.send_batch(requests)
+        return True
+
+    async def send_now(self) -> None:
+        """``flush``, then let every idle broker sender hand its part to gRPC before going on.
+
+        Queued requests leave only when the event loop is free, and an event that computes on
+        (the replica step of a broker failure, the state-change records at the end of every
+        event) would otherwise hold them back; gRPC writes them from its own threads once it
+        has them. Senders still waiting for an earlier answer are not waited for.
+        """
+        if self.flush() and self.channels is not None:
+            await self.channels.wait_issued(ISSUE_TIMEOUT_S, idle_only=True)
 
     # ---- resignation ---------------------------------------------------------------------------
     async def deactivate(self, reason: str) -> None:

@@ -53,6 +53,13 @@ def select_leader(
     """Gather what ``selector`` needs from the context and run it."""
     assignment = ctx.assignment(tp)
     replicas = assignment.replicas if assignment is not None else ()
+    # The offline selector first: a broker failure runs it for every partition the broker led.
+    if selector is LeaderSelector.OFFLINE or selector is LeaderSelector.OFFLINE_UNCLEAN:
+        allowed = (
+            selector is LeaderSelector.OFFLINE_UNCLEAN
+            or ctx.is_unclean_leader_election_enabled(tp.topic)
+        )
+        return elect_offline(current, replicas, ctx.replica_online_check(tp), allowed)
     if selector is LeaderSelector.CONTROLLED_SHUTDOWN:
         return elect_controlled_shutdown(
             current,
@@ -61,12 +68,6 @@ def select_leader(
             ctx.shutting_down_broker_ids,
         )
     online = ctx.replica_online_check(tp)
-    if selector is LeaderSelector.OFFLINE or selector is LeaderSelector.OFFLINE_UNCLEAN:
-        allowed = (
-            selector is LeaderSelector.OFFLINE_UNCLEAN
-            or ctx.is_unclean_leader_election_enabled(tp.topic)
-        )
-        return elect_offline(current, replicas, online, allowed)
     if selector is LeaderSelector.REASSIGNED:
         target = assignment.target_replicas if assignment is not None else ()
         return elect_reassigned(current, target, online)
@@ -93,10 +94,15 @@ def decide_partition_changes(
     if target is PartitionState.ONLINE and selector is None:
         raise ValueError("a leader selector is required when the target state is ONLINE")
     b = PlanBuilder(ctx, now_ms)
+    # Looked up once per batch, not per partition (a broker failure decides 10,000 twice).
+    allowed_from = target.valid_previous_states
+    state_of = ctx.partition_state
+    log_reason = None if selector is None else _log_reason(selector)
     for tp in sorted(dict.fromkeys(partitions)):  # input order kept: often sorted already
-        current = ctx.partition_state(tp)
-        if not is_valid_transition(current, target):
-            allowed = sorted(s.value for s in target.valid_previous_states)
+        current = state_of(tp)
+        if current not in allowed_from:
+            is_valid_transition(current, target)  # raises for a state of the other machine
+            allowed = sorted(s.value for s in allowed_from)
             b.fail(
                 tp,
                 -1,
@@ -114,12 +120,19 @@ def decide_partition_changes(
         elif target is PartitionState.ONLINE and current is PartitionState.NEW:
             _initialize_leader_and_isr(b, tp)
         elif target is PartitionState.ONLINE:
-            assert selector is not None
-            _elect_leader(b, tp, current, selector)
+            assert selector is not None and log_reason is not None
+            _elect_leader(b, tp, current, selector, log_reason)
         else:
             default = "deletion" if target is PartitionState.NON_EXISTENT else "offline"
             b.partition_transition(tp, current, target, reason or default)
     return b.build()
+
+
+def _log_reason(selector: LeaderSelector) -> str:
+    """The record's reason for a clean election (an unclean one says "unclean")."""
+    if selector is LeaderSelector.OFFLINE_UNCLEAN:
+        return LeaderSelector.OFFLINE.value
+    return selector.value
 
 
 def partitions_to_trigger_online(ctx: ControllerContext) -> tuple[TopicPartition, ...]:
@@ -177,10 +190,16 @@ def _initialize_leader_and_isr(b: PlanBuilder, tp: TopicPartition) -> None:
 
 
 def _elect_leader(
-    b: PlanBuilder, tp: TopicPartition, current_state: PartitionState, selector: LeaderSelector
+    b: PlanBuilder,
+    tp: TopicPartition,
+    current_state: PartitionState,
+    selector: LeaderSelector,
+    log_reason: str,
 ) -> None:
     target = PartitionState.ONLINE
-    current = b.ctx.leader_and_isr(tp)
+    ctx = b.ctx
+    epoch = ctx.controller_epoch
+    current = ctx.leader_and_isr(tp)
     if current is None:
         b.fail(
             tp,
@@ -191,7 +210,7 @@ def _elect_leader(
             f"{tp} has no leader and ISR state to elect from",
         )
         return
-    if current.controller_epoch > b.ctx.controller_epoch:
+    if current.controller_epoch > epoch:
         b.fail(
             tp,
             -1,
@@ -199,10 +218,10 @@ def _elect_leader(
             target,
             FailureCode.STALE_CONTROLLER_EPOCH,
             f"{tp} state was written by controller epoch {current.controller_epoch}, "
-            f"newer than ours ({b.ctx.controller_epoch})",
+            f"newer than ours ({epoch})",
         )
         return
-    election = select_leader(b.ctx, tp, current, selector)
+    election = select_leader(ctx, tp, current, selector)
     if isinstance(election, ElectionFailure):
         b.fail(
             tp,
@@ -215,14 +234,8 @@ def _elect_leader(
             election.error,
         )
         return
-    stamped = election.leader_and_isr.with_epochs(controller_epoch=b.ctx.controller_epoch)
+    stamped = election.leader_and_isr.with_epochs(controller_epoch=epoch)
     if not stamped.same_decision_as(current):
         b.write(tp, stamped, create=False)
     b.request(LeaderAndIsrIntent(election.recipients, tp, is_new=False))
-    if election.unclean:
-        log_reason = "unclean"
-    elif selector is LeaderSelector.OFFLINE_UNCLEAN:
-        log_reason = LeaderSelector.OFFLINE.value
-    else:
-        log_reason = selector.value
-    b.partition_transition(tp, current_state, target, log_reason)
+    b.partition_transition(tp, current_state, target, "unclean" if election.unclean else log_reason)

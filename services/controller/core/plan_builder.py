@@ -4,6 +4,11 @@ It layers the batch's own pending changes over the read-only context, so a later
 batch sees an earlier one (two replicas of a partition going offline together shrink the ISR
 once, in one write, with one leader-epoch bump), and it folds everything into one immutable
 ``StateChangePlan`` with at most one write per partition-state key.
+
+A broker failure or controlled shutdown at 10,000 partitions runs every method here tens of
+thousands of times in one event, before any broker hears of it: the state-change records are
+built without the frozen dataclass ``__init__`` (``transition_record``), and the value the
+election already stamped is written as is rather than copied again.
 """
 
 from __future__ import annotations
@@ -30,10 +35,49 @@ from services.controller.core.selectors import ElectionError
 from services.controller.core.states import PartitionState, ReplicaState
 
 
+def transition_record(
+    kind: str,
+    ts_ms: int,
+    controller_id: int,
+    controller_epoch: int,
+    tp: TopicPartition,
+    replica: int,
+    from_state: str,
+    to_state: str,
+    lai: LeaderAndIsr | None,
+    reason: str,
+) -> StateChangeRecord:
+    """A partition or replica ``StateChangeRecord`` (every field set, as the constructor would
+    with these arguments and the other fields' defaults) for about a third of the frozen
+    dataclass ``__init__``'s cost, in the manner of ``model._derived_leader_and_isr``."""
+    record = object.__new__(StateChangeRecord)
+    record.__dict__.update(
+        ts_ms=ts_ms,
+        kind=kind,
+        controller_id=controller_id,
+        controller_epoch=controller_epoch,
+        topic=tp.topic,
+        partition=tp.partition,
+        replica=replica,
+        from_state=from_state,
+        to_state=to_state,
+        leader=lai.leader if lai is not None else -1,
+        leader_epoch=lai.leader_epoch if lai is not None else -1,
+        isr=lai.isr if lai is not None else (),
+        reason=reason,
+        event="",
+        broker_id=-1,
+        duration_ms=-1.0,
+        trace_id="",
+    )
+    return record
+
+
 class PlanBuilder:
     def __init__(self, ctx: ControllerContext, now_ms: int) -> None:
         self.ctx = ctx
         self.now_ms = now_ms
+        self._leadership = ctx.leader_and_isr  # bound once: read for every record
         self._writes: dict[TopicPartition, tuple[LeaderAndIsr, bool]] = {}
         self._assignments: dict[TopicPartition, ReplicaAssignment] = {}
         self._partition_transitions: list[PartitionTransition] = []
@@ -47,7 +91,7 @@ class PlanBuilder:
     # ---- reads that see this batch's pending changes ---------------------------------------
     def leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
         pending = self._writes.get(tp)
-        return pending[0] if pending is not None else self.ctx.leader_and_isr(tp)
+        return pending[0] if pending is not None else self._leadership(tp)
 
     def committed_leader_and_isr(self, tp: TopicPartition) -> LeaderAndIsr | None:
         """The value in etcd as the context knows it (the compare-and-set base)."""
@@ -67,9 +111,11 @@ class PlanBuilder:
         """
         committed = self.ctx.leader_and_isr(tp)
         expected = 0 if create or committed is None else committed.partition_epoch
-        value = lai.with_epochs(
-            controller_epoch=self.ctx.controller_epoch, partition_epoch=expected
-        )
+        epoch = self.ctx.controller_epoch
+        if lai.controller_epoch == epoch and lai.partition_epoch == expected:
+            value = lai  # already stamped (an election's result): immutable, no copy needed
+        else:
+            value = lai.with_epochs(controller_epoch=epoch, partition_epoch=expected)
         self._writes[tp] = (value, create)
         return value
 
@@ -87,26 +133,25 @@ class PlanBuilder:
         reason: str,
     ) -> None:
         self._partition_transitions.append(PartitionTransition(tp, from_state, to_state))
-        self.partition_record(tp, from_state.value, to_state.value, reason)
+        # ``_value_`` is the member's own attribute; ``value`` is a Python-level property.
+        self.partition_record(tp, from_state._value_, to_state._value_, reason)
 
     def partition_record(
         self, tp: TopicPartition, from_state: str, to_state: str, reason: str
     ) -> None:
-        lai = self.leader_and_isr(tp)
+        ctx = self.ctx
         self._records.append(
-            StateChangeRecord(
-                ts_ms=self.now_ms,
-                kind="partition",
-                controller_id=self.ctx.controller_id,
-                controller_epoch=self.ctx.controller_epoch,
-                topic=tp.topic,
-                partition=tp.partition,
-                from_state=from_state,
-                to_state=to_state,
-                leader=lai.leader if lai is not None else -1,
-                leader_epoch=lai.leader_epoch if lai is not None else -1,
-                isr=lai.isr if lai is not None else (),
-                reason=reason,
+            transition_record(
+                "partition",
+                self.now_ms,
+                ctx.controller_id,
+                ctx.controller_epoch,
+                tp,
+                -1,
+                from_state,
+                to_state,
+                self.leader_and_isr(tp),
+                reason,
             )
         )
 
@@ -120,22 +165,20 @@ class PlanBuilder:
         self._replica_transitions.append(ReplicaTransition(replica, from_state, to_state))
         if from_state is to_state and not self.record_unchanged:
             return
-        lai = self.leader_and_isr(replica.tp)
+        ctx = self.ctx
+        tp = replica.tp
         self._records.append(
-            StateChangeRecord(
-                ts_ms=self.now_ms,
-                kind="replica",
-                controller_id=self.ctx.controller_id,
-                controller_epoch=self.ctx.controller_epoch,
-                topic=replica.topic,
-                partition=replica.partition,
-                replica=replica.replica,
-                from_state=from_state.value,
-                to_state=to_state.value,
-                leader=lai.leader if lai is not None else -1,
-                leader_epoch=lai.leader_epoch if lai is not None else -1,
-                isr=lai.isr if lai is not None else (),
-                reason=reason,
+            transition_record(
+                "replica",
+                self.now_ms,
+                ctx.controller_id,
+                ctx.controller_epoch,
+                tp,
+                replica.replica,
+                from_state._value_,
+                to_state._value_,
+                self.leader_and_isr(tp),
+                reason,
             )
         )
 

@@ -67,10 +67,14 @@ def decide_replica_changes(
     b = PlanBuilder(ctx, now_ms)
     b.record_unchanged = record_unchanged
     log_reason = reason or _DEFAULT_REASON[target]
+    # Looked up once per batch: a broker failure moves every replica the broker hosted.
+    allowed_from = target.valid_previous_states
+    state_of = ctx.replica_state
     for pr in _by_broker(replicas):
-        current = ctx.replica_state(pr)
-        if not is_valid_transition(current, target):
-            allowed = sorted(s.value for s in target.valid_previous_states)
+        current = state_of(pr)
+        if current not in allowed_from:
+            is_valid_transition(current, target)  # raises for a state of the other machine
+            allowed = sorted(s.value for s in allowed_from)
             b.fail(
                 pr.tp,
                 pr.replica,
@@ -144,17 +148,16 @@ def _to_online(b: PlanBuilder, pr: PartitionReplica, current: ReplicaState, reas
 
 def _to_offline(b: PlanBuilder, pr: PartitionReplica, current: ReplicaState, reason: str) -> None:
     target = ReplicaState.OFFLINE
-    tp, r = pr.tp, pr.replica
+    tp, r = pr
+    ctx = b.ctx
     b.request(StopReplicaIntent((r,), tp, delete=False))
     working = b.leader_and_isr(tp)
     if working is None:
-        b.request(
-            UpdateMetadataIntent(tuple(sorted(b.ctx.live_or_shutting_down_broker_ids)), (tp,))
-        )
+        b.request(UpdateMetadataIntent(tuple(sorted(ctx.live_or_shutting_down_broker_ids)), (tp,)))
         b.replica_transition(pr, current, target, reason)
         return
     committed = b.committed_leader_and_isr(tp)
-    if committed is not None and committed.controller_epoch > b.ctx.controller_epoch:
+    if committed is not None and committed.controller_epoch > ctx.controller_epoch:
         b.fail(
             tp,
             r,
@@ -162,13 +165,14 @@ def _to_offline(b: PlanBuilder, pr: PartitionReplica, current: ReplicaState, rea
             target,
             FailureCode.STALE_CONTROLLER_EPOCH,
             f"{tp} state was written by controller epoch {committed.controller_epoch}, "
-            f"newer than ours ({b.ctx.controller_epoch})",
+            f"newer than ours ({ctx.controller_epoch})",
         )
         return
-    if r in working.isr:
-        new_isr = working.isr if len(working.isr) == 1 else tuple(i for i in working.isr if i != r)
+    isr = working.isr
+    if r in isr:
+        new_isr = isr if len(isr) == 1 else tuple([i for i in isr if i != r])
         new_leader = NO_LEADER if working.leader == r else working.leader
-        if (new_leader, new_isr) != (working.leader, working.isr):
+        if (new_leader, new_isr) != (working.leader, isr):
             # One write per partition per batch: the epoch moves once past the committed one.
             base_epoch = committed.leader_epoch if committed is not None else working.leader_epoch
             b.write(
@@ -176,10 +180,10 @@ def _to_offline(b: PlanBuilder, pr: PartitionReplica, current: ReplicaState, rea
                 replace(working, leader=new_leader, isr=new_isr, leader_epoch=base_epoch + 1),
                 create=False,
             )
-            state = b.ctx.partition_state(tp).value
+            state = ctx.partition_state(tp).value
             b.partition_record(tp, state, state, "isr_shrink")
-    if not b.ctx.is_topic_queued_for_deletion(tp.topic):
+    if not ctx.is_topic_queued_for_deletion(tp.topic):
         assignment = b.assignment(tp)
-        others = tuple(x for x in (assignment.replicas if assignment else ()) if x != r)
+        others = tuple([x for x in assignment.replicas if x != r]) if assignment else ()
         b.request(LeaderAndIsrIntent(others, tp, is_new=False))
     b.replica_transition(pr, current, target, reason)

@@ -25,7 +25,7 @@ after the plan was applied, so the requests carry the committed partition epochs
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -106,23 +106,39 @@ def update_metadata_state(
 ) -> UpdateMetadataPartitionState | None:
     """What UpdateMetadata says about ``tp`` now; None while it has no leader/ISR state yet
     (nothing a broker could serve). Shared by the batch and the failover's encoded cache."""
-    lai = ctx.leader_and_isr(tp)
-    if lai is None:
-        return None
-    replicas = ctx.replicas(tp)
-    deleting = ctx.is_topic_queued_for_deletion(tp.topic)
-    online = ctx.replica_online_check(tp)
-    return UpdateMetadataPartitionState(
-        tp=tp,
-        topic_id=ctx.topic_id(tp.topic),
-        controller_epoch=lai.controller_epoch,
-        leader=LEADER_DURING_DELETE if deleting else lai.leader,
-        leader_epoch=lai.leader_epoch,
-        isr=lai.isr,
-        partition_epoch=lai.partition_epoch,
-        replicas=replicas,
-        offline_replicas=tuple([r for r in replicas if not online(r)]),
-    )
+    return next(_update_metadata_states(ctx, (tp,)), None)
+
+
+def _update_metadata_states(
+    ctx: ControllerContext, tps: Iterable[TopicPartition]
+) -> Iterator[UpdateMetadataPartitionState]:
+    """``update_metadata_state`` for many partitions (those with a state), each topic's id and
+    deletion looked up once: a broker failure's batches carry every partition it touched."""
+    leadership = ctx.leader_and_isr
+    replicas_of = ctx.replicas
+    online_check = ctx.replica_online_check
+    topics: dict[str, tuple[str, bool]] = {}
+    for tp in tps:
+        lai = leadership(tp)
+        if lai is None:
+            continue
+        topic = tp.topic
+        facts = topics.get(topic)
+        if facts is None:
+            facts = topics[topic] = (ctx.topic_id(topic), ctx.is_topic_queued_for_deletion(topic))
+        replicas = replicas_of(tp)
+        online = online_check(tp)
+        yield UpdateMetadataPartitionState(
+            tp,
+            facts[0],
+            lai.controller_epoch,
+            LEADER_DURING_DELETE if facts[1] else lai.leader,
+            lai.leader_epoch,
+            lai.isr,
+            lai.partition_epoch,
+            replicas,
+            tuple([r for r in replicas if not online(r)]),
+        )
 
 
 class RequestBatch:
@@ -219,10 +235,9 @@ class RequestBatch:
         self, brokers: Iterable[int], partitions: Iterable[TopicPartition] = ()
     ) -> None:
         self._update_metadata_brokers.update(b for b in brokers if b >= 0)
-        for tp in partitions:
-            state = update_metadata_state(self._ctx, tp)
-            if state is not None:
-                self._update_metadata[tp] = state
+        states = self._update_metadata
+        for state in _update_metadata_states(self._ctx, partitions):
+            states[state.tp] = state
 
     def add_plan(self, plan: StateChangePlan) -> None:
         """Queue an applied plan's requests, reading leader/ISR and assignment from the context.
@@ -231,17 +246,20 @@ class RequestBatch:
         broker; those are gathered and computed once per partition for the whole plan.
         """
         fan_out: dict[TopicPartition, None] = {}
+        leadership = self._ctx.leader_and_isr
+        assignment_of = self._ctx.assignment
         for intent in plan.requests:
             if isinstance(intent, LeaderAndIsrIntent):
-                lai = self._ctx.leader_and_isr(intent.tp)
+                tp = intent.tp
+                lai = leadership(tp)
                 if lai is None:
                     raise IllegalStateError(
-                        f"LeaderAndIsr queued for {intent.tp}, which has no applied state; "
+                        f"LeaderAndIsr queued for {tp}, which has no applied state; "
                         "apply the plan before queueing its requests"
                     )
-                assignment = self._ctx.assignment(intent.tp) or ReplicaAssignment(())
-                self._add_leader_and_isr(intent.brokers, intent.tp, lai, assignment, intent.is_new)
-                fan_out[intent.tp] = None
+                assignment = assignment_of(tp) or ReplicaAssignment(())
+                self._add_leader_and_isr(intent.brokers, tp, lai, assignment, intent.is_new)
+                fan_out[tp] = None
             elif isinstance(intent, StopReplicaIntent):
                 self.add_stop_replica(intent.brokers, intent.tp, intent.delete)
             elif isinstance(intent, UpdateMetadataIntent):

@@ -75,11 +75,14 @@ def elect_offline(
     """
     if not assignment:
         return ElectionFailure(ElectionError.NO_REPLICAS_ASSIGNED, "no replicas assigned")
-    live = tuple(r for r in assignment if is_online(r))
-    clean_leader = next((r for r in live if r in current.isr), None)
-    if clean_leader is not None:
-        new_isr = tuple(r for r in current.isr if is_online(r))
-        return ElectionResult(current.new_leader_and_isr(clean_leader, new_isr), live)
+    # List comprehensions and a plain loop: a broker failure runs this for every partition the
+    # broker led.
+    live = tuple([r for r in assignment if is_online(r)])
+    isr = current.isr
+    for r in live:
+        if r in isr:
+            new_isr = tuple([i for i in isr if is_online(i)])
+            return ElectionResult(current.new_leader_and_isr(r, new_isr), live)
     if not live:
         return ElectionFailure(
             ElectionError.ELIGIBLE_LEADERS_NOT_AVAILABLE,

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING
 from services.controller import statelog
 from services.controller.core import (
     BrokerInfo,
+    ControllerContext,
     LeaderSelector,
     PartitionState,
     ReplicaState,
+    TopicPartition,
     partitions_to_trigger_online,
 )
 from services.controller.events import BrokerChange
-from services.controller.flows.common import move_partitions, move_replicas
+from services.controller.flows.common import collection_paused, move_partitions, move_replicas
 
 if TYPE_CHECKING:
     from services.controller.controller import Controller
@@ -115,28 +117,41 @@ class BrokerFlows:
             await c.flows.deletion.resume_for(sorted(deleting))
 
     async def on_broker_failure(self, dead_ids: Sequence[int]) -> None:
+        """Kafka's ``onBrokerFailure``, sending each state machine's batch as its step ends
+        (``handleStateChanges``): the re-elected partitions' LeaderAndIsr and UpdateMetadata
+        leave before the replica step (StopReplica, ISR shrink) is even decided."""
         c = self.c
         ctx = c.ctx
-        replicas = ctx.replicas_on_brokers(dead_ids)
-        for_deletion = [r for r in replicas if ctx.is_topic_queued_for_deletion(r.topic)]
-        others = [r for r in replicas if not ctx.is_topic_queued_for_deletion(r.topic)]
-        without_leader = [
-            tp
-            for tp in ctx.all_partitions()
-            if (lai := ctx.leader_and_isr(tp)) is not None
-            and not ctx.is_replica_online(lai.leader, tp)
-            and not ctx.is_topic_queued_for_deletion(tp.topic)
-        ]
-        await move_partitions(c, without_leader, PartitionState.OFFLINE)
-        await move_partitions(
-            c,
-            partitions_to_trigger_online(ctx),
-            PartitionState.ONLINE,
-            selector=LeaderSelector.OFFLINE,
-        )
-        # Dead replicas leave the ISR (the dead leader's partitions were re-elected above).
-        await move_replicas(c, others, ReplicaState.OFFLINE)
-        if for_deletion:
-            await c.flows.deletion.fail_replica_deletion(for_deletion)
-        if not without_leader:
-            c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)
+        with collection_paused():
+            replicas = ctx.replicas_on_brokers(dead_ids)
+            deleting = ctx.is_topic_queued_for_deletion
+            for_deletion = [r for r in replicas if deleting(r.tp.topic)]
+            others = [r for r in replicas if not deleting(r.tp.topic)]
+            without_leader = _partitions_without_leader(ctx)
+            await move_partitions(c, without_leader, PartitionState.OFFLINE)
+            await move_partitions(
+                c,
+                partitions_to_trigger_online(ctx),
+                PartitionState.ONLINE,
+                selector=LeaderSelector.OFFLINE,
+            )
+            await c.send_now()
+            # Dead replicas leave the ISR (the dead leader's partitions were re-elected above).
+            await move_replicas(c, others, ReplicaState.OFFLINE)
+            if for_deletion:
+                await c.flows.deletion.fail_replica_deletion(for_deletion)
+            if not without_leader:
+                c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)
+
+
+def _partitions_without_leader(ctx: ControllerContext) -> list[TopicPartition]:
+    """Partitions whose leader is not online (dead, or its replica on a failed log directory),
+    of topics not queued for deletion."""
+    out: list[TopicPartition] = []
+    leadership = ctx.leader_and_isr
+    deleting = ctx.is_topic_queued_for_deletion
+    for tp in ctx.all_partitions():
+        lai = leadership(tp)
+        if lai is not None and not ctx.is_replica_online(lai.leader, tp) and not deleting(tp.topic):
+            out.append(tp)
+    return out

@@ -3,8 +3,10 @@ and finish an admin intent (result written and intent deleted in one fenced tran
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,6 +56,27 @@ def intent_span(name: str, contexts: Iterable[metadata_pb2.TraceContext], **attr
     if parent is not None and telemetry.trace_id_of(parent) == telemetry.trace_id_of(None):
         parent = None
     return telemetry.span(name, parent=parent, links=links, **attrs)
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of a large state change's critical path (a
+    controlled shutdown's answer, a broker failure's elections).
+
+    Moving leadership of 10,000 partitions allocates some 100,000 short-lived containers
+    (elections, plan entries, records, request states); each crossing of the collector's
+    thresholds then scans the controller's whole long-lived heap (every partition's context
+    entries), a full pass costing tens of milliseconds, several times per request. Those objects
+    are freed by reference counting anyway; the collection is left for after. A collector
+    already disabled by someone else stays disabled.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 async def move_partitions(

@@ -13,10 +13,7 @@ stopping need not wait for them. Until the answer is set the cyclic garbage coll
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from leasehold.common.v1 import common_pb2
@@ -31,7 +28,7 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.events import ControlledShutdown
-from services.controller.flows.common import move_partitions, move_replicas
+from services.controller.flows.common import collection_paused, move_partitions, move_replicas
 
 if TYPE_CHECKING:
     from services.controller.controller import Controller
@@ -46,26 +43,6 @@ def not_controller() -> controller_pb2.ControlledShutdownResponse:
         error_code=common_pb2.ERROR_CODE_NOT_CONTROLLER,
         error_message="This controller is not the active controller.",
     )
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """Keep the cyclic garbage collector out of the answer path.
-
-    Moving leadership of 10,000 partitions allocates some 100,000 short-lived containers
-    (elections, plan entries, records, request states); each crossing of the collector's
-    thresholds then scans the controller's whole long-lived heap (every partition's context
-    entries), a full pass costing tens of milliseconds, several times per request. Those objects
-    are freed by reference counting anyway; the collection is left for after the answer. A
-    collector already disabled by someone else stays disabled.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class ControlledShutdownFlow:

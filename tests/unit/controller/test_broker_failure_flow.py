@@ -1,0 +1,249 @@
+"""Broker failure at the controller (seed 000 §8.2.3): what the brokers get, in which order.
+
+A real ``Controller`` with an in-memory store and recording channels (``bench.controller_micro``)
+loses broker 1, which leads every partition. Kafka's ``onBrokerFailure`` sends each state
+machine's batch as its ``handleStateChanges`` ends: the re-elected partitions' LeaderAndIsr and
+UpdateMetadata must be in gRPC's hands before the replica step (OfflineReplica) is decided, and
+the event's state-change records are written after its last requests were handed over.
+
+Also: the record builder the state machines use (``transition_record``) against the dataclass
+constructor, and ``wait_issued(idle_only=True)`` not waiting for a busy sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from bench.controller_micro import RecordingChannels, failover, standby
+from leasehold.broker.v1 import control_pb2
+from leasehold.statechange import StateChangeRecord
+from services.controller import events as ev
+from services.controller.channels import (
+    _RESPONSES,
+    LEADER_AND_ISR,
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
+from services.controller.core import (
+    BrokerInfo,
+    LeaderAndIsr,
+    PartitionReplica,
+    ReplicaState,
+    TopicPartition,
+)
+from services.controller.core.plan_builder import transition_record
+from services.controller.statelog import StateChangeLog
+
+PARTITIONS = 4  # one topic, bench-0, partitions 0-3; replicas [1, 2, 3] or [1, 3, 2]
+TPS = [TopicPartition("bench-0", p) for p in range(PARTITIONS)]
+
+
+class _Watching(RecordingChannels):
+    """Notes, for every request gRPC serialises: broker, kind, the request, whether the dead
+    broker's replica of partition 0 was already Offline, and the state-change log's lines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, str, bytes, ReplicaState, int]] = []
+        self.probe = lambda: (ReplicaState.NON_EXISTENT, 0)
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                state, lines = self.probe()
+                data = broker.serialize(request)
+                self.seen.append((broker.info.id, kind, data, state, lines))
+                await asyncio.sleep(0)
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+
+async def test_elections_reach_grpc_before_the_replica_step_and_records_after() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sc.log"
+        log = StateChangeLog(str(path), controller_id=1)
+        c = await standby(PARTITIONS, 1, log)
+        c._channel_factory = _Watching
+        await failover(c)
+        channels = c.channels
+        assert isinstance(channels, _Watching)
+        before = {tp: c.ctx.leader_and_isr(tp) for tp in TPS}
+        lines_before = len(path.read_text().splitlines())
+        channels.probe = lambda: (
+            c.ctx.replica_state(PartitionReplica(TPS[0], 1)),
+            len(path.read_text().splitlines()),
+        )
+        channels.seen.clear()
+
+        await c.handle(ev.BrokerChange(deregistered=(1,)))
+        await asyncio.sleep(0.05)
+        seen = channels.seen
+        lines = path.read_text().splitlines()
+        await c.deactivate("done")
+        log.close()
+
+    # Per surviving broker: the election batch, then the replica step's batch, LeaderAndIsr
+    # before UpdateMetadata in each (StopReplica went to the dead broker: dropped).
+    for b in (2, 3):
+        assert [(k, s) for x, k, _, s, _ in seen if x == b] == [
+            (LEADER_AND_ISR, ReplicaState.ONLINE),
+            (UPDATE_METADATA, ReplicaState.ONLINE),
+            (LEADER_AND_ISR, ReplicaState.OFFLINE),
+            (UPDATE_METADATA, ReplicaState.OFFLINE),
+        ]
+    # The election batch was handed over before any of the event's records were written.
+    assert {n for _, _, _, s, n in seen if s is ReplicaState.ONLINE} == {lines_before}
+
+    first = control_pb2.LeaderAndIsrRequest.FromString(next(d for x, _, d, _, _ in seen if x == 2))
+    got = {(s.partition, s.leader, tuple(s.isr), s.leader_epoch) for s in first.partition_states}
+    want = set()
+    for tp in TPS:
+        old = before[tp]
+        isr = tuple(r for r in old.isr if r != 1)
+        want.add((tp.partition, isr[0], isr, old.leader_epoch + 1))
+    assert got == want
+    um = control_pb2.UpdateMetadataRequest.FromString(
+        next(d for x, k, d, _, _ in seen if x == 3 and k == UPDATE_METADATA)
+    )
+    assert sorted(b.broker_id for b in um.live_brokers) == [2, 3]
+    assert {(s.partition, s.leader) for s in um.partition_states} == {(g[0], g[1]) for g in got}
+
+    # Every record once, in decision order: expiry, Offline, Online (elected), OfflineReplica.
+    records = [StateChangeRecord.from_json(line) for line in lines[lines_before:]]
+    assert [(r.kind, r.partition, r.to_state or r.event) for r in records] == [
+        ("broker", -1, "expired"),
+        *(("partition", tp.partition, "OfflinePartition") for tp in TPS),
+        *(("partition", tp.partition, "OnlinePartition") for tp in TPS),
+        *(("replica", tp.partition, "OfflineReplica") for tp in TPS),
+    ]
+
+
+async def test_records_are_written_once_idle_senders_have_the_requests() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sc.log"
+        log = StateChangeLog(str(path), controller_id=1)
+        c = await standby(PARTITIONS, 1, log)
+        c._channel_factory = _Watching
+        await failover(c)
+        channels = c.channels
+        assert isinstance(channels, _Watching)
+        await c.handle(ev.BrokerChange(registered=(BrokerInfo(4, "127.0.0.1", 9004, epoch=9),)))
+        await asyncio.sleep(0.05)
+        lines_before = len(path.read_text().splitlines())
+        channels.probe = lambda: (ReplicaState.ONLINE, len(path.read_text().splitlines()))
+        channels.seen.clear()
+
+        # Broker 4 hosts nothing: its expiry only tells the others (an UpdateMetadata each).
+        await c.handle(ev.BrokerChange(deregistered=(4,)))
+        seen = channels.seen
+        lines = path.read_text().splitlines()
+        await c.deactivate("done")
+        log.close()
+
+    assert [(b, k, n) for b, k, _, _, n in seen] == [
+        (b, UPDATE_METADATA, lines_before) for b in (1, 2, 3)
+    ]
+    expired = StateChangeRecord.from_json(lines[lines_before])
+    assert (len(lines), expired.kind, expired.event, expired.broker_id) == (
+        lines_before + 1,
+        "broker",
+        "expired",
+        4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "tp", "replica", "lai"),
+    [
+        ("partition", TopicPartition("t", 3), -1, LeaderAndIsr(2, 7, (2, 3), 5, 40)),
+        ("partition", TopicPartition("t", 0), -1, None),
+        ("replica", TopicPartition("u", 1), 4, LeaderAndIsr(-1, 2, (4,), 5, 9, recovering=True)),
+        ("replica", TopicPartition("u", 2), 1, None),
+    ],
+)
+def test_transition_record_is_the_dataclass_record(kind, tp, replica, lai) -> None:
+    got = transition_record(kind, 1234, 100, 5, tp, replica, "A", "B", lai, "why")
+    want = StateChangeRecord(
+        ts_ms=1234,
+        kind=kind,
+        controller_id=100,
+        controller_epoch=5,
+        topic=tp.topic,
+        partition=tp.partition,
+        replica=replica,
+        from_state="A",
+        to_state="B",
+        leader=lai.leader if lai else -1,
+        leader_epoch=lai.leader_epoch if lai else -1,
+        isr=lai.isr if lai else (),
+        reason="why",
+    )
+    assert got == want
+    assert vars(got) == {f.name: getattr(want, f.name) for f in dataclasses.fields(want)}
+    assert got.to_json("trace") == want.to_json("trace")
+
+
+class _Held(ControllerChannelManager):
+    """Senders whose calls serialise at once and are answered only when ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
+        self.release = asyncio.Event()
+        self.wire: list[tuple[int, str]] = []
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
+        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
+        broker.task = asyncio.create_task(self._sender(broker))
+        self._brokers[info.id] = broker
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                broker.serialize(request)
+                self.wire.append((broker.info.id, kind))
+                await self.release.wait()
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+    async def close(self) -> None:
+        for b in self._brokers.values():
+            b.task.cancel()
+
+
+async def test_wait_issued_idle_only_skips_busy_senders() -> None:
+    ch = _Held()
+    for b in (1, 2):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+    request = control_pb2.UpdateMetadataRequest()
+    ch.send(1, UPDATE_METADATA, request)
+    assert await ch.wait_issued(1.0)  # broker 1's sender now waits for an answer
+    ch.send(1, UPDATE_METADATA, request)
+    ch.send(2, UPDATE_METADATA, request)
+    ch.send(2, LEADER_AND_ISR, request)
+    # Broker 2 is idle: waited for until its next batch is handed over, not the one after it.
+    # Broker 1 is busy: not waited for (a plain wait_issued would time out on it).
+    assert await ch.wait_issued(1.0, idle_only=True)
+    assert ch.wire == [(1, UPDATE_METADATA), (2, UPDATE_METADATA)]
+    assert not await ch.wait_issued(0.05)
+    ch.release.set()
+    assert await ch.wait_issued(1.0)
+    await asyncio.sleep(0.01)
+    assert sorted(ch.wire) == [(1, UPDATE_METADATA)] * 2 + [
+        (2, LEADER_AND_ISR),
+        (2, UPDATE_METADATA),
+    ]
+    await ch.close()
