@@ -68,6 +68,15 @@ class PartitionDecision:
     error: Code = Code.NONE
 
 
+# The five possible answers, shared (they are frozen values): a 10,000-partition LeaderAndIsr
+# asks once per partition.
+_OFFLINE = PartitionDecision(error=Code.KAFKA_STORAGE_ERROR)
+_STALE = PartitionDecision(error=Code.STALE_CONTROLLER_EPOCH)
+_NOT_A_REPLICA = PartitionDecision(error=Code.UNKNOWN_TOPIC_OR_PARTITION)
+_LEAD = PartitionDecision(transition=Transition.BECOME_LEADER)
+_FOLLOW = PartitionDecision(transition=Transition.BECOME_FOLLOWER)
+
+
 def leader_and_isr_decision(
     state: LeaderAndIsrPartition,
     *,
@@ -85,14 +94,14 @@ def leader_and_isr_decision(
     ``current_leader_epoch`` is -1 for a partition not hosted yet, so any real epoch applies.
     """
     if hosted is Hosted.OFFLINE:
-        return PartitionDecision(error=Code.KAFKA_STORAGE_ERROR)
+        return _OFFLINE
     if state.leader_epoch <= current_leader_epoch:
-        return PartitionDecision(error=Code.STALE_CONTROLLER_EPOCH)
+        return _STALE
     if local_broker_id not in state.replicas:
-        return PartitionDecision(error=Code.UNKNOWN_TOPIC_OR_PARTITION)
+        return _NOT_A_REPLICA
     if state.leader == local_broker_id:
-        return PartitionDecision(transition=Transition.BECOME_LEADER)
-    return PartitionDecision(transition=Transition.BECOME_FOLLOWER)
+        return _LEAD
+    return _FOLLOW
 
 
 def stop_replica_decision(

@@ -65,6 +65,9 @@ def leader_pb(leader: tuple[int, int]) -> common_pb2.LeaderIdAndEpoch:
 
 
 # -------------------------------------------------------------------- control plane
+# Repeated fields are copied as ``tuple(field[:])``: slicing a protobuf repeated field makes a
+# list in C, which is several times faster to turn into a tuple than iterating the field, and
+# a 10,000-partition request has three or more of them per partition.
 
 
 def leader_and_isr_from_pb(request: control_pb2.LeaderAndIsrRequest) -> LeaderAndIsr:
@@ -78,13 +81,13 @@ def leader_and_isr_from_pb(request: control_pb2.LeaderAndIsrRequest) -> LeaderAn
                 partition=s.partition,
                 leader=s.leader,
                 leader_epoch=s.leader_epoch,
-                isr=tuple(s.isr),
-                replicas=tuple(s.replicas),
+                isr=tuple(s.isr[:]),
+                replicas=tuple(s.replicas[:]),
                 partition_epoch=s.partition_epoch,
                 controller_epoch=s.controller_epoch,
                 topic_id=s.topic_id,
-                adding_replicas=tuple(s.adding_replicas),
-                removing_replicas=tuple(s.removing_replicas),
+                adding_replicas=tuple(s.adding_replicas[:]) if s.adding_replicas else (),
+                removing_replicas=tuple(s.removing_replicas[:]) if s.removing_replicas else (),
                 is_new=s.is_new,
                 leader_recovery_state=s.leader_recovery_state,
             )
@@ -118,12 +121,12 @@ def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> Updat
                 partition=s.partition,
                 leader=s.leader,
                 leader_epoch=s.leader_epoch,
-                isr=tuple(s.isr),
-                replicas=tuple(s.replicas),
+                isr=tuple(s.isr[:]),
+                replicas=tuple(s.replicas[:]),
                 partition_epoch=s.partition_epoch,
                 controller_epoch=s.controller_epoch,
                 topic_id=s.topic_id,
-                offline_replicas=tuple(s.offline_replicas),
+                offline_replicas=tuple(s.offline_replicas[:]) if s.offline_replicas else (),
             )
             for s in request.partition_states
         ),

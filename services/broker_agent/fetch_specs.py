@@ -6,6 +6,9 @@ the fetcher's states are a ``FetchStates`` dict that records which partitions it
 fetcher replaces a partition's state value on every move: append, truncation, delay, epoch), and
 a round re-derives only those, plus delayed partitions whose backoff ended. With nothing changed
 a round returns the very same list, which the fetch session recognises without looking inside.
+A partition only delayed (its fetch failed; ``carry`` moves its entry to the delayed state
+value) keeps its spec while it waits, so a fetcher whose leader is gone re-sends the same specs
+after the backoff instead of rebuilding thousands of them every round.
 Everything is rescanned every ``rescan_ms`` (so a log start moved by retention is sent within
 that time) and while the replication quota is exceeded (KIP-73 skips depend on it).
 """
@@ -51,6 +54,20 @@ class FetchStates(dict[TopicPartition, PartitionFetchState]):
         self.truncating.discard(tp)
         return value
 
+    def put_all(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
+        """Set every one of ``states``, each moved to the end of the order (one call for a
+        LeaderAndIsr's thousands, instead of a pop and a set each)."""
+        truncating = self.truncating
+        for tp, state in states.items():
+            if tp in self:
+                super().__delitem__(tp)
+            super().__setitem__(tp, state)
+            if state.phase is Phase.FETCHING:
+                truncating.discard(tp)
+            else:
+                truncating.add(tp)
+        self.changed.update(states)
+
     def take_changed(self) -> set[TopicPartition]:
         changed, self.changed = self.changed, set()
         return changed
@@ -65,6 +82,7 @@ class FetchSpecBuilder:
         self._rescan_at: int | None = None
         self._entries: dict[TopicPartition, Entry] = {}
         self._delayed: dict[TopicPartition, int] = {}  # ready again at (ms)
+        self._parked: dict[TopicPartition, Entry] = {}  # entries of delayed partitions
         self._specs: list[FetchSpec] = []
 
     def build(
@@ -88,10 +106,12 @@ class FetchSpecBuilder:
             or now_ms >= self._rescan_at
         ):
             before, self._entries, self._delayed = self._entries, {}, {}
+            parked, self._parked = self._parked, {}
             if tracked:
                 states.take_changed()
             for tp, state in list(states.items()):
-                self._place(tp, state, before.get(tp), now_ms, follower_log, skip_throttled)
+                entry = before.get(tp) or parked.get(tp)
+                self._place(tp, state, entry, now_ms, follower_log, skip_throttled)
             # A round that skipped partitions must be followed by a full one.
             self._rescan_at = now_ms if skip_throttled is not None else now_ms + self._rescan_ms
         else:
@@ -101,7 +121,7 @@ class FetchSpecBuilder:
                 return self._specs
             for tp in touched:
                 self._delayed.pop(tp, None)
-                entry = self._entries.pop(tp, None)
+                entry = self._entries.pop(tp, None) or self._parked.pop(tp, None)
                 state = states.get(tp)
                 if state is not None:
                     self._place(tp, state, entry, now_ms, follower_log, None)
@@ -121,6 +141,8 @@ class FetchSpecBuilder:
             return
         if state.delayed_until_ms > now_ms:
             self._delayed[tp] = state.delayed_until_ms
+            if before is not None and before[0] is state:
+                self._parked[tp] = before
             return
         if skip_throttled is not None and skip_throttled(tp, state):
             return
@@ -144,6 +166,12 @@ class FetchSpecBuilder:
             max_bytes=self._max_bytes,
         )
         self._entries[tp] = (state, log_, spec)
+
+    def carry(self, tp: TopicPartition, old: PartitionFetchState, new: PartitionFetchState) -> None:
+        """``new`` is ``old`` delayed (same offsets and epoch): its spec stays the same."""
+        entry = self._entries.get(tp)
+        if entry is not None and entry[0] is old:
+            self._entries[tp] = (new, entry[1], entry[2])
 
     def spec_for(self, tp: TopicPartition, state: PartitionFetchState | None) -> FetchSpec | None:
         """The spec the latest round used for ``tp``, if built from this very state value."""

@@ -11,7 +11,7 @@ decide; the fetcher task performs the I/O.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from services.broker_agent.model import UNDEFINED_EPOCH, UNDEFINED_OFFSET, Code
@@ -46,7 +46,15 @@ class PartitionFetchState:
         return self.lag is not None and self.lag <= 0
 
     def delayed(self, now_ms: int, backoff_ms: int) -> PartitionFetchState:
-        return replace(self, delayed_until_ms=now_ms + backoff_ms)
+        # Built directly rather than with dataclasses.replace (several times slower): a fetcher
+        # whose leader died delays every one of its partitions each round.
+        return PartitionFetchState(
+            self.fetch_offset,
+            self.current_leader_epoch,
+            self.phase,
+            self.lag,
+            now_ms + backoff_ms,
+        )
 
 
 @dataclass(frozen=True)
@@ -197,8 +205,8 @@ def after_append(
     state: PartitionFetchState, *, next_offset: int, leader_hw: int
 ) -> PartitionFetchState:
     """Fetching continues from ``next_offset``; lag is the distance to the leader's watermark."""
-    return replace(
-        state, fetch_offset=next_offset, lag=max(0, leader_hw - next_offset), delayed_until_ms=0
+    return PartitionFetchState(
+        next_offset, state.current_leader_epoch, state.phase, max(0, leader_hw - next_offset), 0
     )
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from leasehold import telemetry
@@ -88,10 +87,9 @@ class ReplicaFetcher:
 
     def add_partitions(self, initial: dict[TopicPartition, PartitionFetchState]) -> None:
         """Install the given states; they go to the end of the fetch order."""
-        for tp, state in initial.items():
-            self.failed.discard(tp)
-            self.states.pop(tp, None)
-            self.states[tp] = state
+        if self.failed:
+            self.failed.difference_update(initial)
+        self.states.put_all(initial)
         self._wake.set()
 
     def remove_partitions(
@@ -113,9 +111,17 @@ class ReplicaFetcher:
         self.failed.add(tp)
 
     def _delay(self, tp: TopicPartition) -> None:
-        state = self.states.get(tp)
-        if state is not None:
-            self.states[tp] = state.delayed(self._clock(), self._settings.backoff_ms)
+        self._delay_all((tp,))
+
+    def _delay_all(self, tps: Iterable[TopicPartition]) -> None:
+        """Back ``tps`` off for replica.fetch.backoff.ms; their specs stay as they were."""
+        now, backoff, states = self._clock(), self._settings.backoff_ms, self.states
+        for tp in tps:
+            state = states.get(tp)
+            if state is not None:
+                delayed = state.delayed(now, backoff)
+                states[tp] = delayed
+                self._specs.carry(tp, state, delayed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -192,8 +198,7 @@ class ReplicaFetcher:
             answers = await self.endpoint.offsets_for_leader_epoch(requests)
         except LeaderUnreachableError as exc:
             log.info("OffsetsForLeaderEpoch failed: %s", exc)
-            for tp in requests:
-                self._delay(tp)
+            self._delay_all(requests)
             return
         for tp, (current_epoch, _epoch) in requests.items():
             state = self.states.get(tp)
@@ -242,7 +247,7 @@ class ReplicaFetcher:
             offset = log_.log_end_offset  # nothing to cut, fetch from where the log ends
         log.info("%s: truncated to %d (%s)", tp, offset, "done" if completed else "continuing")
         phase = Phase.FETCHING if completed else Phase.TRUNCATING
-        self.states[tp] = replace(state, fetch_offset=offset, phase=phase, delayed_until_ms=0)
+        self.states[tp] = PartitionFetchState(offset, state.current_leader_epoch, phase, state.lag)
 
     async def _reset_offset(self, tp: TopicPartition, state: PartitionFetchState) -> None:
         """OFFSET_OUT_OF_RANGE: realign with the leader's log end / log start offsets."""
@@ -303,7 +308,9 @@ class ReplicaFetcher:
         elif action is ErrorAction.RESET_OFFSET:
             # Re-enter the truncation phase with an unknown offset: the next round asks the
             # leader for its log start and end (fetchOffsetAndTruncate).
-            self.states[tp] = replace(state, fetch_offset=-1, phase=Phase.TRUNCATING)
+            self.states[tp] = PartitionFetchState(
+                -1, state.current_leader_epoch, Phase.TRUNCATING, state.lag, state.delayed_until_ms
+            )
         else:
             self._delay(tp)
 
@@ -334,8 +341,7 @@ class ReplicaFetcher:
             )
         except LeaderUnreachableError as exc:
             log.info("fetch failed: %s", exc)
-            for spec in specs:
-                self._delay(spec.tp)
+            self._delay_all([spec.tp for spec in specs])
             await asyncio.sleep(min(self._settings.backoff_ms, 200) / 1000.0)
             return
         appended: list[Log] = []

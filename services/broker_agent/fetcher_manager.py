@@ -58,8 +58,13 @@ class FetcherManager:
     async def add_fetcher_for_partitions(self, initial: dict[TopicPartition, InitialFetch]) -> None:
         """Group by (leader, fetcher id) and hand each group to its fetcher."""
         groups: dict[tuple[Endpoint, int], dict[TopicPartition, InitialFetch]] = {}
+        topic_hashes: dict[str, int] = {}  # each topic's Java hash, computed once
         for tp, start in initial.items():
-            groups.setdefault((start.leader, self.fetcher_id(tp)), {})[tp] = start
+            topic_hash = topic_hashes.get(tp.topic)
+            if topic_hash is None:
+                topic_hash = topic_hashes[tp.topic] = java_string_hash(tp.topic)
+            fid = fetcher_id(topic_hash, tp.partition, self.num_fetchers)
+            groups.setdefault((start.leader, fid), {})[tp] = start
         for (leader, fid), starts in groups.items():
             key = (leader.broker_id, fid)
             fetcher = self.fetchers.get(key)

@@ -82,19 +82,24 @@ class MetadataCache:
         if request.controller_host and request.controller_port:
             self.controller_endpoint = (request.controller_host, request.controller_port)
         deleted: list[TopicPartition] = []
-        views = self._views
+        # A request lists a topic's partitions together: look the topic up once per run.
+        topic: str | None = None
+        by_index: dict[int, MetadataPartition] = {}
         for state in request.partitions:
-            views.pop(state.topic, None)
-            by_index = self._partitions.setdefault(state.topic, {})
+            if state.topic != topic:
+                topic = state.topic
+                self._views.pop(topic, None)
+                by_index = self._partitions.setdefault(topic, {})
             if state.leader == LEADER_DURING_DELETE:
                 if by_index.pop(state.partition, None) is not None:
                     deleted.append(state.tp)
                 if not by_index:
-                    self._forget(state.topic)
+                    self._forget(topic)
+                    topic = None  # a later partition of it starts the topic afresh
                 continue
             by_index[state.partition] = state
             if state.topic_id:
-                self._topic_ids[state.topic] = state.topic_id
+                self._topic_ids[topic] = state.topic_id
         for topic in request.deleted_topics:
             gone = sorted(self._partitions.get(topic, {}))
             deleted.extend(TopicPartition(topic, p) for p in gone)

@@ -8,8 +8,9 @@ codes are Kafka's (the numbers of ``leasehold.common.v1.ErrorCode``), named with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 from leasehold.common.v1 import common_pb2
 
@@ -33,8 +34,15 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 
 
-@dataclass(frozen=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    """One partition of one topic, ordered by (topic, partition).
+
+    A named tuple rather than a dataclass: a 10,000-partition LeaderAndIsr hashes and compares
+    these hundreds of thousands of times (dicts of partitions, fetch states, specs), and tuple
+    hashing and equality run in C where a dataclass's generated methods run Python per call.
+    It equals the plain ``(topic, partition)`` tuple the log manager keys its maps by.
+    """
+
     topic: str
     partition: int
 
@@ -73,10 +81,11 @@ class LeaderAndIsrPartition:
     removing_replicas: tuple[int, ...] = ()
     is_new: bool = False
     leader_recovery_state: int = 0
+    # Derived once here: the replica manager looks it up several times per partition.
+    tp: TopicPartition = field(init=False, repr=False, compare=False)
 
-    @property
-    def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tp", TopicPartition(self.topic, self.partition))
 
 
 @dataclass(frozen=True)

@@ -188,16 +188,16 @@ class ReplicaManager:
         await self._prepare_logs([*to_lead, *to_follow], errors)
         to_lead = [s for s in to_lead if s.tp not in errors]
         to_follow = [s for s in to_follow if s.tp not in errors]
-        leaders: list[Partition] = []
+        leaders: list[tuple[Partition, LeaderAndIsrPartition]] = []
         followers: list[tuple[Partition, LeaderAndIsrPartition]] = []
         if to_lead:
             with _role_span("broker.become_leader", self.broker_id, request, to_lead):
-                leaders = await self._make_leaders(to_lead, errors)
+                leaders = await self._take_roles(to_lead, errors, leader=True)
         if to_follow:
             with _role_span("broker.become_follower", self.broker_id, request, to_follow):
-                followers = await self._make_followers(to_follow, errors)
-        await self._sync([*leaders, *(p for p, _ in followers)], errors)
-        for partition in leaders:
+                followers = await self._take_roles(to_follow, errors, leader=False)
+        await self._sync([p for p, _ in (*leaders, *followers)], errors)
+        for partition, _ in leaders:
             if errors.get(partition.tp) == Code.NONE:
                 self.submit_isr_change(partition.propose_recovered())
         await self._start_fetchers(followers, request.live_leaders, errors)
@@ -254,7 +254,11 @@ class ReplicaManager:
             errors[tp] = Code.KAFKA_STORAGE_ERROR
 
     def _transition(
-        self, state: LeaderAndIsrPartition, errors: dict[TopicPartition, Code], leader: bool
+        self,
+        state: LeaderAndIsrPartition,
+        errors: dict[TopicPartition, Code],
+        leader: bool,
+        verbose: bool,
     ) -> Partition | None:
         tp = state.tp
         partition = self.partitions.get(tp) or self._new_partition(tp)
@@ -275,7 +279,7 @@ class ReplicaManager:
             return None
         self.partitions[tp] = partition
         errors[tp] = Code.NONE
-        if log.isEnabledFor(logging.INFO):
+        if verbose:  # log.isEnabledFor(logging.INFO), asked once per batch
             log.info(
                 "%s: became %s (leader %d, epoch %d, isr %s)",
                 tp,
@@ -286,30 +290,17 @@ class ReplicaManager:
             )
         return partition
 
-    async def _make_leaders(
-        self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
-    ) -> list[Partition]:
-        if self.fetchers is not None:
-            self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
-        made = []
-        for count, state in enumerate(states, 1):
-            if count % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
-            partition = self._transition(state, errors, leader=True)
-            if partition is not None:
-                made.append(partition)
-        return made
-
-    async def _make_followers(
-        self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code]
+    async def _take_roles(
+        self, states: list[LeaderAndIsrPartition], errors: dict[TopicPartition, Code], leader: bool
     ) -> list[tuple[Partition, LeaderAndIsrPartition]]:
+        """Stop the fetchers of ``states``, then make each the leader (or a follower)."""
         if self.fetchers is not None:
             self.fetchers.remove_fetcher_for_partitions({s.tp for s in states})
-        made = []
+        made, verbose = [], log.isEnabledFor(logging.INFO)
         for count, state in enumerate(states, 1):
             if count % YIELD_EVERY == 0:
                 await asyncio.sleep(0)
-            partition = self._transition(state, errors, leader=False)
+            partition = self._transition(state, errors, leader, verbose)
             if partition is not None:
                 made.append((partition, state))
         return made
@@ -342,11 +333,14 @@ class ReplicaManager:
         errors: dict[TopicPartition, Code],
     ) -> None:
         leaders = list(live_leaders)
+        endpoints: dict[int, Endpoint | None] = {}  # by leader id, looked up once each
         starts: dict[TopicPartition, InitialFetch] = {}
         for partition, state in made:
             if errors.get(state.tp) != Code.NONE or partition.log is None:
                 continue
-            leader = self._leader_endpoint(state.leader, leaders)
+            leader = endpoints.get(state.leader, endpoints)
+            if leader is endpoints:
+                leader = endpoints[state.leader] = self._leader_endpoint(state.leader, leaders)
             if leader is None:
                 # Kafka keeps the replica (so its high watermark is checkpointed) but cannot
                 # fetch until a request names a reachable leader.

@@ -14,7 +14,7 @@ from services.broker_agent.control import (
     leader_epoch_check,
     stop_replica_decision,
 )
-from services.broker_agent.model import Code, LeaderAndIsrPartition
+from services.broker_agent.model import Code, LeaderAndIsrPartition, TopicPartition
 
 LOCAL = 1
 
@@ -128,3 +128,25 @@ def test_stop_replica_partition_decision(hosted, current, requested, expected):
 )
 def test_client_leader_epoch_check(requested, current, expected):
     assert leader_epoch_check(requested, current) == expected
+
+
+def test_topic_partitions_are_tuples_keyed_like_the_log_managers_pairs():
+    tp = TopicPartition("t", 3)
+    assert (tp == ("t", 3), hash(tp) == hash(("t", 3)), {("t", 3): 1}[tp], str(tp)) == (
+        True,
+        True,
+        1,
+        "t-3",
+    )
+    assert sorted([TopicPartition("t", 10), TopicPartition("s", 2), TopicPartition("t", 2)]) == [
+        ("s", 2),
+        ("t", 2),
+        ("t", 10),
+    ]
+
+
+def test_a_leader_and_isr_state_carries_its_topic_partition():
+    state = LeaderAndIsrPartition("t", 4, 1, 7, (1, 2), (1, 2))
+    assert state.tp == TopicPartition("t", 4) and isinstance(state.tp, TopicPartition)
+    assert state == LeaderAndIsrPartition("t", 4, 1, 7, (1, 2), (1, 2))
+    assert "tp=" not in repr(state)

@@ -93,3 +93,15 @@ def test_deletions():
     assert cache.contains(TopicPartition("a", 1))
     cache.update(request([mp("a", 1, -2)]))
     assert cache.topics() == [] and not cache.has_topic("a")
+
+
+def test_a_topic_deleted_and_listed_again_in_one_request():
+    cache = MetadataCache()
+    cache.update(request([mp("a", 0, 1), mp("b", 0, 1)]))
+    deleted = cache.update(request([mp("a", 0, -2), mp("a", 1, 2), mp("b", 0, 3)]))
+    assert deleted == [TopicPartition("a", 0)]
+    assert (cache.partition(TopicPartition("a", 1)), cache.partition(TopicPartition("b", 0))) == (
+        mp("a", 1, 2),
+        mp("b", 0, 3),
+    )
+    assert (cache.topics(), cache.contains(TopicPartition("a", 0))) == (["a", "b"], False)

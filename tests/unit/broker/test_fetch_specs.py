@@ -120,3 +120,69 @@ def test_a_partition_that_no_longer_follows_is_left_out():
     del logs.logs[A]
     states[A] = fetching(11)
     assert builder.build(states, 10, logs) == [spec(B, 20), spec(C, 30)]
+
+
+def test_a_partition_only_delayed_keeps_its_spec_through_the_backoff():
+    states, builder, logs = started()
+    first = builder.build(states, 10, logs)
+    for tp in (A, B):  # what the fetcher does when a fetch fails: delay and carry
+        delayed = states[tp].delayed(10, 490)
+        builder.carry(tp, states[tp], delayed)
+        states[tp] = delayed
+    assert builder.build(states, 100, logs) == [spec(C, 30)]
+    after = sorted(builder.build(states, 500, logs), key=lambda s: s.tp)  # set order: any
+    assert (after, logs.lookups) == ([spec(A, 10), spec(B, 20), spec(C, 30)], [])
+    assert (after[0] is first[0], after[1] is first[1]) == (True, True)
+    assert builder.spec_for(A, states[A]) is first[0]
+
+
+def test_a_partition_changed_while_delayed_is_derived_again():
+    states, builder, logs = started()
+    first = builder.build(states, 10, logs)
+    delayed = states[A].delayed(10, 490)
+    builder.carry(A, states[A], delayed)
+    states[A] = delayed
+    builder.build(states, 100, logs)
+    states[A] = replace(delayed, fetch_offset=12)  # e.g. truncated meanwhile
+    after = builder.build(states, 500, logs)
+    assert (sorted(after, key=lambda s: s.tp), logs.lookups) == (
+        [spec(A, 12), spec(B, 20), spec(C, 30)],
+        [A],
+    )
+    assert first[0] not in after
+
+
+def test_carry_ignores_a_state_the_spec_was_not_built_from():
+    states, builder, logs = started()
+    builder.build(states, 10, logs)
+    states[A] = fetching(11)  # not yet built
+    builder.carry(A, fetching(11), fetching(11).delayed(10, 490))
+    assert builder.spec_for(A, states[A]) is None
+    assert spec(A, 11) in builder.build(states, 20, logs)
+    assert logs.lookups == [A]
+
+
+def test_a_rescan_keeps_the_spec_of_a_partition_still_delayed():
+    states, builder, logs = started()
+    first = builder.build(states, 10, logs)
+    delayed = states[B].delayed(10, 5 * RESCAN)
+    builder.carry(B, states[B], delayed)
+    states[B] = delayed
+    assert builder.build(states, RESCAN, logs) == [spec(A, 10), spec(C, 30)]
+    after = builder.build(states, 5 * RESCAN + 10, logs)
+    assert spec(B, 20) in after and first[1] in after and B not in logs.lookups
+
+
+def test_put_all_moves_partitions_to_the_end_and_notes_them():
+    states = FetchStates()
+    states[A] = fetching(1)
+    states[B] = fetching(2)
+    states.take_changed()
+    states.put_all({A: PartitionFetchState(0, 6, Phase.TRUNCATING), C: fetching(3)})
+    assert (list(states.items()), states.truncating, states.take_changed()) == (
+        [(B, fetching(2)), (A, PartitionFetchState(0, 6, Phase.TRUNCATING)), (C, fetching(3))],
+        {A},
+        {A, C},
+    )
+    states.put_all({A: fetching(0)})
+    assert (list(states), states.truncating) == ([B, C, A], set())
