@@ -25,6 +25,7 @@ log = logging.getLogger("services.broker_agent")
 
 async def serve(config: BrokerConfig) -> None:
     agent = BrokerAgent(config)
+    agent.heap.enabled = True  # a process-wide collector setting: only in the process's main
     runner: ServiceRunner
 
     async def on_start() -> None:

@@ -21,6 +21,7 @@ import grpc
 from leasehold import metrics as metrics_server
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.heap import HeapFreezer
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.controller_client import ControllerClient
 from services.broker_agent.fetch import FetchHandler
@@ -97,6 +98,8 @@ class BrokerAgent:
         self.fetch = FetchHandler(self.replicas, self.isr, sessions)
         self.registration: Registration | None = None
         self._tasks: list[asyncio.Task] = []
+        # Big control requests freeze what they built (``leasehold.heap``); enabled by main.
+        self.heap = HeapFreezer(enabled=False)
         self.configs.listeners.append(self._on_configs)
         self._configs_loaded = asyncio.Event()
 
@@ -149,7 +152,7 @@ class BrokerAgent:
             server,
         )
         control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
-            BrokerControlServicer(self.replicas), server
+            BrokerControlServicer(self.replicas, self.heap), server
         )
 
     # --------------------------------------------------------------- lifecycle
@@ -174,6 +177,7 @@ class BrokerAgent:
             self.etcd, self.keyspace, endpoint, c.session_ttl, self._on_epoch
         )
         await self.registration.register()
+        self.heap.settle()  # the loaded logs live as long as the process
         self._every(c.high_watermark_checkpoint_interval_ms, self._checkpoint, "hw-checkpoint")
         self._every(c.log_retention_check_interval_ms, self._retention, "retention")
         self._every(max(c.replica_lag_time_max_ms // 2, 100), self._isr_check, "isr-shrink")
@@ -206,6 +210,7 @@ class BrokerAgent:
 
     async def _checkpoint(self) -> None:
         await asyncio.to_thread(self.replicas.checkpoint)
+        self.heap.maintain()
 
     async def _retention(self) -> None:
         deleted = await asyncio.to_thread(self.log_manager.run_retention)

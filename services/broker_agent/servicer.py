@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
+from leasehold.heap import HeapFreezer
 from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
 from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
@@ -232,8 +233,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
 
 class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
-    def __init__(self, replicas: ReplicaManager) -> None:
+    """The controller's requests. After one touching thousands of partitions the surviving
+    objects are frozen (``leasehold.heap``), so the next big request does not pay a full
+    collection of the whole heap."""
+
+    def __init__(self, replicas: ReplicaManager, heap: HeapFreezer | None = None) -> None:
         self._replicas = replicas
+        self._heap = heap or HeapFreezer(enabled=False)
 
     async def LeaderAndIsr(
         self, request: control_pb2.LeaderAndIsrRequest, context
@@ -245,6 +251,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
 
         domain = await _decode(len(request.partition_states), decode)
         result = await self._replicas.become_leader_or_follower(domain)
+        self._heap.settle_after(len(domain.partitions))
         fields = await _result_fields(result)
         return control_pb2.LeaderAndIsrResponse(**fields)
 
@@ -258,6 +265,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
 
         domain = await _decode(len(request.partition_states), decode)
         result = await self._replicas.stop_replicas(domain)
+        self._heap.settle_after(len(domain.partitions))
         fields = await _result_fields(result)
         return control_pb2.StopReplicaResponse(**fields)
 
@@ -271,6 +279,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
 
         domain = await _decode(len(request.partition_states), decode)
         result = await self._replicas.update_metadata(domain)
+        self._heap.settle_after(len(domain.partitions))
         return control_pb2.UpdateMetadataResponse(
             error_code=int(result.error), error_message=result.message
         )

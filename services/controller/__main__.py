@@ -16,6 +16,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logs.configure("controller", config.common.log_level)
     telemetry.setup_tracing("leasehold-controller")
     app = ControllerApp(config)
+    app.controller.heap.enabled = True  # process-wide collector setting (``leasehold.heap``)
     runner = app.runner()
     try:
         asyncio.run(run_until_signalled(runner))

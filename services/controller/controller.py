@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from leasehold import telemetry
 from leasehold.etcd.client import EtcdError
 from leasehold.etcd.fenced import FencedError
+from leasehold.heap import HeapFreezer
 from services.controller import events as ev
 from services.controller.channels import ControllerChannelManager
 from services.controller.config import ControllerConfig
@@ -59,6 +60,8 @@ Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
 # How long ``send_now`` waits for gRPC to take a batch from idle senders (normally a few loop
 # iterations) before computing on anyway.
 ISSUE_TIMEOUT_S = 0.5
+# An event handled for at least this long is a bulk change of the context.
+BULK_EVENT_S = 0.05
 
 _METADATA = (
     ev.BrokerChange,
@@ -108,6 +111,7 @@ class Controller:
         self.flows = Flows(self)
         # Set by ``holding_requests``: applied plans whose broker requests wait to be queued.
         self._held_plans: list[StateChangePlan] | None = None
+        self.heap = HeapFreezer(enabled=False)  # the service's main enables it
 
     # ---- the event handler -------------------------------------------------------------------
     async def handle(self, event: ev.ControllerEvent) -> None:
@@ -116,6 +120,7 @@ class Controller:
         except IllegalStateError as e:  # a bug: a previous event queued requests it never sent
             log.error("%s; dropping them", e)
             self.batch.clear()
+        started = time.monotonic()
         with self._event_span(event):
             try:
                 await self._dispatch(event)
@@ -133,6 +138,11 @@ class Controller:
                 self.on_deposed()
             finally:
                 self.statelog.flush()  # the event's records reach the file in one write
+        # A long event built long-lived state (a load, a failover, thousands of partitions
+        # moved): freeze it, so later collections do not walk it again (``leasehold.heap``).
+        if time.monotonic() - started >= BULK_EVENT_S:
+            self.heap.settle()
+        self.heap.maintain()
 
     def _event_span(self, event: ev.ControllerEvent) -> contextlib.AbstractContextManager:
         """The event's span (none for the ``Synced`` marker that follows every watch batch)."""
