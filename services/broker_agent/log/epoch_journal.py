@@ -51,7 +51,14 @@ def encode_record(tp: TopicPartition, pairs: Iterable[tuple[int, int]]) -> bytes
 
 def decode_records(data: bytes) -> tuple[dict[TopicPartition, Pairs], int]:
     """The last entry list of every partition, and the length of the intact prefix."""
+    latest, good, _live = _replay(data)
+    return latest, good
+
+
+def _replay(data: bytes) -> tuple[dict[TopicPartition, Pairs], int, int]:
+    """``decode_records``, plus the bytes the last records take (what compaction keeps)."""
     latest: dict[TopicPartition, Pairs] = {}
+    sizes: dict[TopicPartition, int] = {}
     good = 0
     while good < len(data):
         end = data.find(b"\n", good)
@@ -61,8 +68,9 @@ def decode_records(data: bytes) -> tuple[dict[TopicPartition, Pairs], int]:
         if parsed is None:
             break
         latest[parsed[0]] = parsed[1]
+        sizes[parsed[0]] = end + 1 - good
         good = end + 1
-    return latest, good
+    return latest, good, sum(sizes.values())
 
 
 def _parse(line: bytes) -> tuple[TopicPartition, Pairs] | None:
@@ -95,7 +103,7 @@ class EpochJournal:
         self._failed: OSError | None = None
         existed = self.path.exists()
         data = self.path.read_bytes() if existed else b""
-        self.snapshot, good = decode_records(data)
+        self.snapshot, good, live = _replay(data)
         self._fd = os.open(self.path, _APPEND, 0o644)
         if good < len(data):
             os.ftruncate(self._fd, good)  # drop a torn tail before appending after it
@@ -103,7 +111,7 @@ class EpochJournal:
         if not existed:
             fsync_dir(self.path.parent)
         self._size = good
-        self._live_size = good
+        self._live_size = live
 
     # ---------------------------------------------------------------- writing
 

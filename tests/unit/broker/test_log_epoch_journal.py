@@ -124,6 +124,17 @@ def test_compaction_keeps_live_state_and_records_written_meanwhile(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_a_reopened_journal_counts_only_last_records_as_live(tmp_path, monkeypatch):
+    monkeypatch.setattr("services.broker_agent.log.epoch_journal.COMPACT_MIN_BYTES", 1000)
+    journal = EpochJournal(tmp_path)
+    while (tmp_path / JOURNAL).stat().st_size <= 1000:
+        journal.record(("a", 0), [(1, 0)])
+    journal.close()
+    reopened = EpochJournal(tmp_path)  # one live record in a file of many stale ones
+    assert reopened.needs_compaction()
+    reopened.close()
+
+
 def test_compaction_is_due_only_when_large_and_mostly_stale(tmp_path, monkeypatch):
     monkeypatch.setattr("services.broker_agent.log.epoch_journal.COMPACT_MIN_BYTES", 1000)
     journal = EpochJournal(tmp_path)
