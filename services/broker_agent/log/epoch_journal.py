@@ -24,6 +24,7 @@ the unwritten pages, so only a restart, which re-reads the file, can tell what i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -188,8 +189,11 @@ class EpochJournal:
             tmp.unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Write what is still staged (tombstones of deleted logs), then close."""
         with self._lock:
             if self._fd >= 0:
+                with contextlib.suppress(OSError):
+                    self._sync_locked()
                 os.close(self._fd)
                 self._fd = -1
 

@@ -23,7 +23,6 @@ per replica.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import threading
@@ -320,10 +319,11 @@ class LogManager:
             elif was_offline:
                 with storage_errors(f"cannot delete {topic}-{partition}"):
                     remove_log_directory(self.data_dir / log_dir_name(topic, partition))
-            # Its journal entries go too. If this fails, the next start drops them anyway
-            # (they belong to no log), and a new log of the same name starts empty.
-            with contextlib.suppress(OSError):
-                self._journal.record(tp, [])
+            # Its journal entries go too, with the next sync: not one fdatasync per partition
+            # of a deleted topic. Until then nothing needs them gone: a start drops records of
+            # logs that no longer exist, a new log of the same name starts empty, and its first
+            # durable epoch record follows this one in the file.
+            self._journal.stage(tp, [])
             return log is not None or was_offline
 
     # ----------------------------------------------------------- maintenance

@@ -210,9 +210,28 @@ def test_a_deleted_log_leaves_nothing_for_a_new_one_of_the_same_name(tmp_path):
     manager.get_or_create("t", 0).assign_epoch_start_offset(3, 0)
     assert on_disk(tmp_path) == {("t", 0): [(3, 0)]}
     manager.delete("t", 0)
-    assert on_disk(tmp_path) == {("t", 0): []}
     assert manager.get_or_create("t", 0).epoch_pairs() == []
     manager.close()
+    assert on_disk(tmp_path) == {("t", 0): []}  # the tombstone, written at the latest on close
+    reopened = LogManager(tmp_path)
+    assert reopened.get("t", 0).epoch_pairs() == []
+    reopened.close()
+
+
+def test_deleting_many_logs_costs_no_fsync_each(tmp_path, monkeypatch):
+    manager = LogManager(tmp_path)
+    for index in range(20):
+        manager.get_or_create("t", index).assign_epoch_start_offset(1, 0)
+    syncs = []
+    monkeypatch.setattr(os, "fdatasync", lambda fd: syncs.append(fd))
+    for index in range(20):
+        manager.delete("t", index)
+    assert syncs == []
+    manager.get_or_create("t", 0).assign_epoch_start_offset(2, 0)  # one sync takes all
+    assert len(syncs) == 1
+    monkeypatch.undo()
+    manager.close()
+    assert on_disk(tmp_path) == {("t", 0): [(2, 0)], **{("t", i): [] for i in range(1, 20)}}
 
 
 def test_records_of_logs_that_no_longer_exist_are_dropped_at_start(tmp_path):
