@@ -177,10 +177,15 @@ class EpochJournal:
                     _write_all(fd, tail)
                     os.fsync(fd)
                     os.replace(tmp, self.path)
-                    fsync_dir(self.path.parent)
+                    # From here on only the new file is the journal: append to it alone.
                     old, self._fd = self._fd, fd
                     fd = old
                     self._size = self._live_size = len(snapshot) + len(tail)
+                    try:
+                        fsync_dir(self.path.parent)
+                    except OSError as exc:  # the rename may not survive a crash
+                        self._failed = exc
+                        raise
             finally:
                 os.close(fd)
         finally:
