@@ -185,7 +185,7 @@ class Controller:
         elif isinstance(event, ev.Elected):
             await f.failover.on_elected(event)
         elif isinstance(event, ev.Resign):
-            await self.deactivate(event.reason)
+            await self.deactivate(event.reason, rebuild=not event.stopping)
             if event.done is not None and not event.done.done():
                 event.done.set_result(None)
         elif isinstance(event, ev.AlterPartition):
@@ -305,8 +305,9 @@ class Controller:
             await self.channels.wait_issued(ISSUE_TIMEOUT_S, idle_only=True)
 
     # ---- resignation ---------------------------------------------------------------------------
-    async def deactivate(self, reason: str) -> None:
-        """Undo everything failover did and rebuild a standby context from the watch mirror."""
+    async def deactivate(self, reason: str, *, rebuild: bool = True) -> None:
+        """Undo everything failover did and (unless the process is stopping: ``rebuild``
+        False) rebuild a standby context from the watch mirror."""
         was = self.active or self.pending_failover is not None
         self.active = False
         self.pending_failover = None
@@ -320,7 +321,8 @@ class Controller:
         if was:
             log.info("resigned as controller: %s", reason)
             self.statelog.controller("resigned", self.epoch)
-            self._rebuild()
+            if rebuild:
+                self._rebuild()
 
     def _rebuild(self) -> None:
         """A fresh context without the active controller's volatile state (shutting-down

@@ -126,7 +126,7 @@ class ElectionRunner:
         reason = waits[next(iter(done))]
         self.controller.election_generation += 1  # an Elected still queued is now stale
         finished = asyncio.get_running_loop().create_future()
-        self.events.put(Resign(reason, finished))
+        self.events.put(Resign(reason, finished, stopping=self._stopping.is_set()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(finished, timeout=10)
 

@@ -143,6 +143,9 @@ class Elected(ControllerEvent):
 class Resign(ControllerEvent):
     reason: str
     done: asyncio.Future | None = field(default=None, compare=False)
+    # The process is stopping: no standby context is rebuilt (at 100,000 partitions that took
+    # seconds, all before the election key, and so the standby's turn, was released).
+    stopping: bool = False
 
 
 @dataclass(frozen=True)
