@@ -102,7 +102,7 @@ class Proc:
         self.signal(signal.SIGCONT)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        if not wait_for_port("127.0.0.1", self.port, timeout):
+        if not wait_for_port("127.0.0.1", self.port, timeout, alive=self.alive):
             raise RuntimeError(f"{self.name} did not listen on {self.address}; see {self.log_path}")
 
 

@@ -14,10 +14,16 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from leasehold.testing.ports import free_port, wait_for_port
+
+# Attempts on freshly picked ports when etcd cannot bind the ones picked before.
+PORT_ATTEMPTS = 3
+# How long after its start etcd must still be running to count as started.
+BIND_GRACE_S = 0.5
 
 
 def etcd_binary() -> str:
@@ -56,9 +62,26 @@ class EtcdServer:
         return f"127.0.0.1:{self.client_port}"
 
     def start(self, timeout: float = 20.0) -> EtcdServer:
+        """Start and wait until it serves. Ports left at 0 are picked free; if another process
+        took one between the pick and etcd's bind (a free port is only free when picked),
+        etcd exits at once and is started again on fresh ports."""
         if self.data_dir is None:
             self.data_dir = tempfile.mkdtemp(prefix="leasehold-etcd-")
             self._own_dir = True
+        picked = not self.client_port and not self.peer_port
+        data = Path(self.data_dir)
+        fresh = not data.exists() or not any(data.iterdir())
+        for attempt in range(PORT_ATTEMPTS if picked and fresh else 1):
+            if attempt:
+                print(f"etcd could not start on {self.endpoint}; retrying on fresh ports",
+                      file=sys.stderr)  # fmt: skip
+                self.client_port = self.peer_port = 0
+                shutil.rmtree(data, ignore_errors=True)  # what the failed bootstrap left
+            if self._start_once(timeout):
+                return self
+        raise RuntimeError(f"etcd did not start on {self.endpoint}")
+
+    def _start_once(self, timeout: float) -> bool:
         self.client_port = self.client_port or free_port()
         self.peer_port = self.peer_port or free_port()
         scheme = "https" if self.cert_file else "http"
@@ -81,11 +104,17 @@ class EtcdServer:
         ]  # fmt: skip
         cmd += self._tls_args()
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self._proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
-        if not wait_for_port("127.0.0.1", self.client_port, timeout):
-            self.stop()
-            raise RuntimeError(f"etcd did not start on {self.endpoint}")
-        return self
+        proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
+        self._proc = proc
+        spawned = time.monotonic()
+        if wait_for_port("127.0.0.1", self.client_port, timeout, alive=lambda: proc.poll() is None):
+            # Another process listening on a port taken meanwhile also accepts connections;
+            # etcd, failing to bind, exits within milliseconds of its start.
+            time.sleep(max(0.0, BIND_GRACE_S - (time.monotonic() - spawned)))
+            if proc.poll() is None:
+                return True
+        self._terminate()
+        return False
 
     def _tls_args(self) -> list[str]:
         if not self.cert_file:
@@ -117,6 +146,11 @@ class EtcdServer:
         self._proc = None
 
     def stop(self) -> None:
+        self._terminate()
+        if self._own_dir and self.data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _terminate(self) -> None:
         if self._proc and self._proc.poll() is None:
             self._proc.terminate()
             try:
@@ -125,8 +159,6 @@ class EtcdServer:
                 self._proc.kill()
                 self._proc.wait(timeout=10)
         self._proc = None
-        if self._own_dir and self.data_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def __enter__(self) -> EtcdServer:
         return self.start()
