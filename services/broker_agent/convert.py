@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from leasehold import metadata_digest
 from leasehold.broker.v1 import broker_pb2, control_pb2
 from leasehold.common.v1 import common_pb2
 from services.broker_agent.fetch import FetchResult
@@ -111,6 +112,10 @@ def stop_replica_from_pb(request: control_pb2.StopReplicaRequest) -> StopReplica
 
 
 def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> UpdateMetadata:
+    """The request as the domain sees it, with each partition state's digest hash taken from
+    the encoding it arrived in (protobuf re-serialises a parsed message as the controller
+    serialised it)."""
+    state_hash = metadata_digest.state_hash
     return UpdateMetadata(
         controller_id=request.controller_id,
         controller_epoch=request.controller_epoch,
@@ -134,6 +139,8 @@ def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> Updat
         deleted_topics=tuple(request.deleted_topics),
         controller_host=request.controller_host,
         controller_port=request.controller_port,
+        state_hashes=tuple(state_hash(s.SerializeToString()) for s in request.partition_states),
+        metadata_digest=request.metadata_digest,
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leasehold import metadata_digest
+from leasehold.broker.v1 import control_pb2
 from services.broker_agent.model import (
     LEADER_DURING_DELETE,
     NO_LEADER,
@@ -63,6 +65,10 @@ class MetadataCache:
     def __init__(self) -> None:
         self._brokers: dict[int, Endpoint] = {}
         self._partitions: dict[str, dict[int, MetadataPartition]] = {}
+        # Per cached partition its ``metadata_digest.state_hash``, and their sum: the digest a
+        # new controller's digest-only UpdateMetadata is checked against.
+        self._hashes: dict[str, dict[int, int]] = {}
+        self._digest = 0
         self._topic_ids: dict[str, str] = {}
         self._views: dict[str, TopicView] = {}
         self.controller_id = -1
@@ -71,8 +77,15 @@ class MetadataCache:
 
     # ------------------------------------------------------------------ updates
 
+    def digest(self) -> bytes:
+        """The digest of the cached partition states (``leasehold.metadata_digest``)."""
+        return metadata_digest.to_bytes(self._digest)
+
     def update(self, request: UpdateMetadata) -> list[TopicPartition]:
-        """Apply an accepted UpdateMetadata; returns the partitions it deleted."""
+        """Apply an accepted UpdateMetadata; returns the partitions it deleted.
+
+        A digest-only request is applied only by the caller that has checked ``digest()``
+        against it: it then changes the controller and the live brokers, nothing else."""
         brokers = {b.broker_id: b for b in request.live_brokers}
         if brokers.keys() != self._brokers.keys():
             self._views.clear()
@@ -82,24 +95,37 @@ class MetadataCache:
         if request.controller_host and request.controller_port:
             self.controller_endpoint = (request.controller_host, request.controller_port)
         deleted: list[TopicPartition] = []
+        hashes = request.state_hashes
+        if len(hashes) != len(request.partitions):
+            hashes = tuple(state_hash(s) for s in request.partitions)
+        digest = self._digest
         # A request lists a topic's partitions together: look the topic up once per run.
         topic: str | None = None
         by_index: dict[int, MetadataPartition] = {}
-        for state in request.partitions:
+        hash_of: dict[int, int] = {}
+        for state, new_hash in zip(request.partitions, hashes, strict=True):
             if state.topic != topic:
                 topic = state.topic
                 self._views.pop(topic, None)
                 by_index = self._partitions.setdefault(topic, {})
+                hash_of = self._hashes.setdefault(topic, {})
+            old_hash = hash_of.pop(state.partition, 0)
             if state.leader == LEADER_DURING_DELETE:
+                digest -= old_hash
                 if by_index.pop(state.partition, None) is not None:
                     deleted.append(state.tp)
                 if not by_index:
+                    self._digest = digest
                     self._forget(topic)
+                    digest = self._digest
                     topic = None  # a later partition of it starts the topic afresh
                 continue
             by_index[state.partition] = state
+            hash_of[state.partition] = new_hash
+            digest += new_hash - old_hash
             if state.topic_id:
                 self._topic_ids[topic] = state.topic_id
+        self._digest = metadata_digest.combine(digest)
         for topic in request.deleted_topics:
             gone = sorted(self._partitions.get(topic, {}))
             deleted.extend(TopicPartition(topic, p) for p in gone)
@@ -107,6 +133,8 @@ class MetadataCache:
         return deleted
 
     def _forget(self, topic: str) -> None:
+        gone = self._hashes.pop(topic, {})
+        self._digest = metadata_digest.combine(self._digest, removed=sum(gone.values()))
         self._partitions.pop(topic, None)
         self._topic_ids.pop(topic, None)
         self._views.pop(topic, None)
@@ -169,3 +197,21 @@ class MetadataCache:
             isr=state.isr,
             offline_replicas=offline,
         )
+
+
+def state_hash(state: MetadataPartition) -> int:
+    """``metadata_digest.state_hash`` of a state built in code, encoded as the controller
+    encodes it (the decoder hashes the received encoding instead: ``convert``)."""
+    encoded = control_pb2.UpdateMetadataPartitionState(
+        topic=state.topic,
+        topic_id=state.topic_id,
+        partition=state.partition,
+        controller_epoch=state.controller_epoch,
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        isr=state.isr,
+        partition_epoch=state.partition_epoch,
+        replicas=state.replicas,
+        offline_replicas=state.offline_replicas,
+    ).SerializeToString()
+    return metadata_digest.state_hash(encoded)

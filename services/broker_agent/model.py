@@ -150,6 +150,12 @@ class UpdateMetadata:
     deleted_topics: tuple[str, ...] = ()
     controller_host: str = ""
     controller_port: int = 0
+    # ``leasehold.metadata_digest.state_hash`` of each partition's encoding, in order (the
+    # decoder has the bytes at hand); empty when built in code, then the cache computes them.
+    state_hashes: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    # A digest-only request (no partitions, no deleted topics): the cache must already hold
+    # exactly the states with this digest (``leasehold.metadata_digest``); empty otherwise.
+    metadata_digest: bytes = b""
 
 
 @dataclass(frozen=True)

@@ -408,6 +408,13 @@ class ReplicaManager:
                     code, "UpdateMetadata", request.controller_epoch, request.broker_epoch
                 )
                 return ControlResult(code, message)
+            if request.metadata_digest and request.metadata_digest != self.metadata.digest():
+                return ControlResult(
+                    Code.METADATA_DIGEST_MISMATCH,
+                    f"UpdateMetadata of controller epoch {request.controller_epoch} expects "
+                    f"metadata digest {request.metadata_digest.hex()}, the cache has "
+                    f"{self.metadata.digest().hex()}: nothing applied, send every partition",
+                )
             self.controller_epoch = request.controller_epoch
             deleted = self.metadata.update(request)
             for tp in deleted:

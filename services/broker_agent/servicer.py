@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from leasehold import metadata_digest
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
@@ -51,6 +52,25 @@ async def _result_fields(result: ControlResult) -> dict[str, Any]:
     return await _decode(
         len(result.partition_errors), lambda: convert.control_result_fields(result)
     )
+
+
+def _check_digest_only(request: UpdateMetadata) -> None:
+    """A digest-only UpdateMetadata stands for the states the broker holds: it cannot also
+    carry changes (their effect on the digest would be the broker's guess)."""
+    if not request.metadata_digest:
+        return
+    if len(request.metadata_digest) != metadata_digest.DIGEST_SIZE:
+        raise InvalidRequestError(
+            Code.INVALID_REQUEST,
+            f"metadata_digest must be {metadata_digest.DIGEST_SIZE} bytes, "
+            f"got {len(request.metadata_digest)}",
+        )
+    if request.partitions or request.deleted_topics:
+        raise InvalidRequestError(
+            Code.INVALID_REQUEST,
+            "an UpdateMetadata with metadata_digest must not carry partition states or "
+            "deleted topics",
+        )
 
 
 def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
@@ -281,6 +301,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         def decode() -> UpdateMetadata:
             domain = convert.update_metadata_from_pb(request)
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
+            _check_digest_only(domain)
             return domain
 
         domain = await _decode(len(request.partition_states), decode)

@@ -31,6 +31,7 @@ from opentelemetry.context import Context
 
 from leasehold import channels, telemetry
 from leasehold.broker.v1 import control_pb2
+from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from services.controller import wire
 from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
@@ -41,7 +42,7 @@ LEADER_AND_ISR = "LeaderAndIsr"
 UPDATE_METADATA = "UpdateMetadata"
 STOP_REPLICA = "StopReplica"
 
-Request = Message | wire.EncodedRequest
+Request = Message | wire.EncodedRequest | wire.DigestFirst
 ResponseCallback = Callable[[int, str, Request, Message], None]
 
 _SERVICE = control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
@@ -86,11 +87,17 @@ class _Broker:
     sending: int = 0  # the batch the sender is working on
     finished: int = 0
     progress: asyncio.Event = field(default_factory=asyncio.Event)
+    sending_in_full: wire.DigestFirst | None = None  # its full request is being sent
 
     def serialize(self, request: Request) -> bytes:
-        """gRPC's request serialiser for this broker: notes that the current batch is issued."""
+        """gRPC's request serialiser for this broker: notes that the current batch is issued
+        (and a digest-first UpdateMetadata sent in full, that it has settled)."""
         if isinstance(request, wire.EncodedRequest):
             data = request.payload
+            pending = self.sending_in_full
+            if pending is not None and request is pending.full:
+                self.sending_in_full = None
+                pending.settled.set()
         else:
             data = request.SerializeToString()
         if self.sending > self.issued:
@@ -111,6 +118,7 @@ class ControllerChannelManager:
         self._brokers: dict[int, _Broker] = {}
         self.sent: dict[str, int] = {}
         self.failures = 0
+        self.digest_mismatches = 0  # digest-first UpdateMetadata sent in full after all
 
     @property
     def broker_ids(self) -> frozenset[int]:
@@ -249,8 +257,14 @@ class ControllerChannelManager:
                 partition_count=sum(_partitions(r) for _, r in batch.requests),
             ) as span:
                 attempts = 0
-                for kind, request in batch.requests:
+                for kind, queued in batch.requests:
+                    request = queued
+                    if isinstance(queued, wire.DigestFirst):
+                        request = queued.digest_only
                     response, tries = await self._send_until_answered(broker, kind, request)
+                    if isinstance(queued, wire.DigestFirst):
+                        request, response, more = await self._settle(broker, queued, response)
+                        tries += more
                     attempts += tries
                     self.sent[kind] = self.sent.get(kind, 0) + 1
                     try:
@@ -261,6 +275,28 @@ class ControllerChannelManager:
                         )
                 span.set_attributes(telemetry.attrs(attempts=attempts))
             broker.finished += 1
+
+    async def _settle(
+        self, broker: _Broker, queued: wire.DigestFirst, answer: Message
+    ) -> tuple[Request, Message, int]:
+        """After a digest-only UpdateMetadata's answer: the full request if the broker's cache
+        differs. The request that counts, its answer, and the extra attempts."""
+        queued.in_full = _digest_mismatch(answer)
+        if not queued.in_full:
+            queued.settled.set()
+            return queued.digest_only, answer, 0
+        log.info(
+            "broker %d's metadata cache differs from the controller's (%s); sending all %d "
+            "partition states",
+            broker.info.id,
+            answer.error_message,
+            queued.full.partition_count,
+        )
+        self.digest_mismatches += 1
+        self.sent[UPDATE_METADATA] = self.sent.get(UPDATE_METADATA, 0) + 1
+        broker.sending_in_full = queued
+        response, attempts = await self._send_until_answered(broker, UPDATE_METADATA, queued.full)
+        return queued.full, response, attempts
 
     async def _send_until_answered(
         self, broker: _Broker, kind: str, request: Request
@@ -297,8 +333,15 @@ class ControllerChannelManager:
             await b.channel.close()
 
 
+def _digest_mismatch(response: Message) -> bool:
+    return response.error_code == common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
+
+
 def _partitions(request: Request) -> int:
-    """Partitions a control request names (LeaderAndIsr, StopReplica, UpdateMetadata)."""
+    """Partitions a control request names (LeaderAndIsr, StopReplica, UpdateMetadata); a
+    digest-first UpdateMetadata counts those it names when sent in full."""
+    if isinstance(request, wire.DigestFirst):
+        return request.full.partition_count
     if isinstance(request, wire.EncodedRequest):
         return request.partition_count
     states = getattr(request, "partition_states", None)

@@ -10,12 +10,20 @@ Taking over then costs a join of the cached bytes and one small header per broke
 
 The cache reads the context through ``update_metadata_state``, the function the request batch
 uses, so both say the same thing about a partition.
+
+It also keeps the digest of the states a broker caches after applying them all (every entry
+but those of topics being deleted, which brokers drop: ``leasehold.metadata_digest``). The
+failover sends each broker that digest alone first (``digest_first_update_metadata``): a
+broker the old controller kept up to date already holds exactly these states and takes the new
+epoch without decoding the cluster again; any other broker gets every partition.
 """
 
 from __future__ import annotations
 
+from leasehold import metadata_digest
 from services.controller import wire
 from services.controller.core import (
+    LEADER_DURING_DELETE,
     BrokerRequests,
     ControllerContext,
     TopicPartition,
@@ -26,6 +34,8 @@ from services.controller.core import (
 class UpdateMetadataCache:
     def __init__(self) -> None:
         self._entries: dict[TopicPartition, bytes] = {}
+        self._hashes: dict[TopicPartition, int] = {}  # of the entries brokers keep
+        self._digest = 0
         self._order: tuple[TopicPartition, ...] | None = ()  # sorted keys; None when stale
         self._body: bytes | None = b""  # the joined entries; None when stale
 
@@ -40,22 +50,36 @@ class UpdateMetadataCache:
             stale = self._entries.keys() - set(targets)
             if stale:
                 self._entries = {tp: b for tp, b in self._entries.items() if tp not in stale}
+                gone = [self._hashes.pop(tp, 0) for tp in stale]
+                self._digest = metadata_digest.combine(self._digest, removed=sum(gone))
                 self._order = None
         else:
             targets = changed
-        entries = self._entries
+        entries, hashes = self._entries, self._hashes
+        state_hash = metadata_digest.state_hash
+        digest = self._digest
         for tp in targets:
             state = update_metadata_state(ctx, tp)
+            digest -= hashes.pop(tp, 0)
             if state is None:
                 if entries.pop(tp, None) is not None:
                     self._order = None
                 continue
             if tp not in entries:
                 self._order = None
-            entries[tp] = wire.update_metadata_body((state,))
+            encoded = wire.update_metadata_state_bytes(state)
+            entries[tp] = wire.update_metadata_entry(encoded)
+            if state.leader != LEADER_DURING_DELETE:
+                hashes[tp] = added = state_hash(encoded)
+                digest += added
+        self._digest = metadata_digest.combine(digest)
         if targets:
             self._body = None
         return len(targets)
+
+    def digest(self) -> bytes:
+        """The digest of the states a broker caches once it has applied every entry."""
+        return metadata_digest.to_bytes(self._digest)
 
     def body(self) -> bytes:
         """All cached partition states, in partition order, ready to follow a header."""
@@ -74,22 +98,45 @@ class UpdateMetadataCache:
         stamped with the context's controller id and epoch and the broker's epoch."""
         self.refresh(ctx)
         body = self.body()
-        brokers = ctx.brokers
-        live = tuple(brokers[b] for b in sorted(brokers))
-        out: dict[int, wire.EncodedRequest] = {}
-        for info in live:
-            header = BrokerRequests(
-                broker_id=info.id,
-                broker_epoch=info.epoch,
-                controller_id=ctx.controller_id,
-                controller_epoch=ctx.controller_epoch,
-                leader_and_isr=(),
-                live_leaders=(),
-                stop_replica=(),
-                update_metadata=(),
-                live_brokers=live,
-            )
-            out[info.id] = wire.encoded_update_metadata(
+        return {
+            header.broker_id: wire.encoded_update_metadata(
                 header, controller_host, controller_port, body, len(self._entries)
             )
-        return out
+            for header in _headers(ctx)
+        }
+
+    def digest_first_update_metadata(
+        self, ctx: ControllerContext, controller_host: str, controller_port: int
+    ) -> dict[int, wire.DigestFirst]:
+        """``full_update_metadata``, each preceded by its digest-only form: per registered
+        broker, the request the channel sends in full only to a broker whose cache differs."""
+        full = self.full_update_metadata(ctx, controller_host, controller_port)
+        digest = self.digest()
+        return {
+            header.broker_id: wire.DigestFirst(
+                wire.digest_update_metadata(header, controller_host, controller_port, digest),
+                full[header.broker_id],
+            )
+            for header in _headers(ctx)
+        }
+
+
+def _headers(ctx: ControllerContext) -> list[BrokerRequests]:
+    """An empty request per registered broker, stamped with its epoch, the controller's id
+    and epoch, and every registered broker as live."""
+    brokers = ctx.brokers
+    live = tuple(brokers[b] for b in sorted(brokers))
+    return [
+        BrokerRequests(
+            broker_id=info.id,
+            broker_epoch=info.epoch,
+            controller_id=ctx.controller_id,
+            controller_epoch=ctx.controller_epoch,
+            leader_and_isr=(),
+            live_leaders=(),
+            stop_replica=(),
+            update_metadata=(),
+            live_brokers=live,
+        )
+        for info in live
+    ]

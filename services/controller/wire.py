@@ -16,8 +16,9 @@ concatenated encodings as one message (repeated fields append), so the broker se
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
@@ -182,6 +183,39 @@ def update_metadata(
     return pb
 
 
+# The key of UpdateMetadataRequest.partition_states (field 4, length-delimited).
+_PARTITION_STATES_KEY = b"\x22"
+
+
+def update_metadata_state_bytes(s: UpdateMetadataPartitionState) -> bytes:
+    """One partition state's own encoding (``UpdateMetadataPartitionState``): what the
+    metadata digest hashes (``leasehold.metadata_digest``)."""
+    return control_pb2.UpdateMetadataPartitionState(
+        topic=s.tp.topic,
+        topic_id=s.topic_id,
+        partition=s.tp.partition,
+        controller_epoch=s.controller_epoch,
+        leader=s.leader,
+        leader_epoch=s.leader_epoch,
+        isr=s.isr,
+        partition_epoch=s.partition_epoch,
+        replicas=s.replicas,
+        offline_replicas=s.offline_replicas,
+    ).SerializeToString()
+
+
+def update_metadata_entry(state_bytes: bytes) -> bytes:
+    """``state_bytes`` as one element of a request's ``partition_states``: key, length, bytes
+    (what ``update_metadata_body`` of that one state is)."""
+    size = len(state_bytes)
+    prefix = bytearray(_PARTITION_STATES_KEY)
+    while size > 0x7F:
+        prefix.append((size & 0x7F) | 0x80)
+        size >>= 7
+    prefix.append(size)
+    return bytes(prefix) + state_bytes
+
+
 def update_metadata_body(states: Iterable[UpdateMetadataPartitionState]) -> bytes:
     """The encoded partition states of an UpdateMetadata, to follow any broker's header."""
     pb = control_pb2.UpdateMetadataRequest()
@@ -205,6 +239,42 @@ def encoded_update_metadata(
         req.controller_epoch,
         req.broker_epoch,
         partition_count,
+    )
+
+
+@dataclass(eq=False)
+class DigestFirst:
+    """An UpdateMetadata to send digest-only first (``metadata_digest``, no partition states)
+    and in ``full`` only if the broker answers METADATA_DIGEST_MISMATCH: the channel sends the
+    two back to back, before anything queued after them.
+
+    ``settled`` is set once the broker has accepted the digest (``in_full`` False) or the full
+    request has been handed to gRPC (``in_full`` True), so a caller about to keep the event
+    loop busy can first make sure the broker will learn the epoch either way."""
+
+    digest_only: EncodedRequest
+    full: EncodedRequest
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    in_full: bool | None = None
+
+    @property
+    def controller_epoch(self) -> int:
+        return self.full.controller_epoch
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.full.broker_epoch
+
+
+def digest_update_metadata(
+    req: BrokerRequests, controller_host: str, controller_port: int, digest: bytes
+) -> EncodedRequest:
+    """``update_metadata(req, ...)`` with no partition states, only the digest of those the
+    broker should already cache (``leasehold.metadata_digest``)."""
+    header = _update_metadata_header(req, controller_host, controller_port)
+    header.metadata_digest = digest
+    return EncodedRequest(
+        header.SerializeToString(), req.controller_id, req.controller_epoch, req.broker_epoch, 0
     )
 
 

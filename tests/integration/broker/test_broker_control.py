@@ -3,6 +3,8 @@ UpdateMetadata into Metadata, and malformed requests."""
 
 from __future__ import annotations
 
+import hashlib
+
 import grpc
 import pytest
 from broker_harness import leader_and_isr, partition_state
@@ -241,3 +243,69 @@ async def test_malformed_control_requests_are_invalid_argument(brokers, bad):
         await b.control.LeaderAndIsr(leader_and_isr(b, [twice, twice]))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert b.agent.replicas.partitions == {}
+
+
+def _digest(states) -> bytes:
+    """The metadata digest as control.proto defines it, computed here from the states."""
+    total = sum(
+        int.from_bytes(hashlib.blake2b(s.SerializeToString(), digest_size=16).digest(), "little")
+        for s in states
+    )
+    return (total % (1 << 128)).to_bytes(16, "little")
+
+
+async def test_digest_only_update_metadata(brokers):
+    b = await brokers(1)
+    one = [common_pb2.BrokerEndpoint(broker_id=1, host="127.0.0.1", port=9001)]
+    two = [*one, common_pb2.BrokerEndpoint(broker_id=2, host="127.0.0.1", port=9002)]
+    states = [
+        control_pb2.UpdateMetadataPartitionState(
+            topic=t, topic_id=f"id-{t}", partition=p, controller_epoch=1, leader=1,
+            leader_epoch=p, isr=[1], partition_epoch=p, replicas=[1, 2],
+        )
+        for t in ("x", "y")
+        for p in range(3)
+    ]  # fmt: skip
+    gone = control_pb2.UpdateMetadataPartitionState(topic="y", partition=2, leader=-2)
+    for sent in (states, [gone]):
+        resp = await b.control.UpdateMetadata(metadata_request(b, sent, one))
+        assert resp.error_code == Code.NONE
+    held = states[:-1]  # y-2 was dropped by its deletion marker
+
+    async def shown():
+        md = await b.broker.Metadata(broker_pb2.MetadataRequest(all_topics=True))
+        parts = sorted((t.name, p.partition, p.leader) for t in md.topics for p in t.partitions)
+        return md.controller_epoch, [x.broker_id for x in md.brokers], parts
+
+    before = await shown()
+    assert before == (1, [1], [("x", 0, 1), ("x", 1, 1), ("x", 2, 1), ("y", 0, 1), ("y", 1, 1)])
+
+    def digest_only(digest, epoch, **kw):
+        return control_pb2.UpdateMetadataRequest(
+            controller_id=101, controller_epoch=epoch, broker_epoch=b.epoch,
+            live_brokers=two, metadata_digest=digest, **kw,
+        )  # fmt: skip
+
+    # Another cache content: refused, nothing applied (not even the epoch or the brokers).
+    resp = await b.control.UpdateMetadata(digest_only(_digest(states), 2))
+    assert resp.error_code == Code.METADATA_DIGEST_MISMATCH
+    assert _digest(held).hex() in resp.error_message
+    assert await shown() == before
+
+    # Malformed: INVALID_ARGUMENT, nothing applied.
+    for bad in (
+        digest_only(b"\x01" * 15, 2),
+        digest_only(_digest(held), 2, partition_states=[states[0]]),
+        digest_only(_digest(held), 2, deleted_topics=["x"]),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await b.control.UpdateMetadata(bad)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert await shown() == before
+
+    # The digest of what it holds: the new epoch and live brokers, the same partitions.
+    resp = await b.control.UpdateMetadata(digest_only(_digest(held), 2))
+    assert resp.error_code == Code.NONE
+    assert await shown() == (2, [1, 2], before[2])
+    md = await b.broker.Metadata(broker_pb2.MetadataRequest(all_topics=True))
+    assert md.controller_id == 101

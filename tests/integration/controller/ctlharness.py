@@ -4,7 +4,9 @@ in etcd with a lease exactly as a broker agent registers).
 
 A stand-in keeps the broker side of contract 7 that matters here: it rejects a request whose
 controller epoch is older than the highest it has seen (STALE_CONTROLLER_EPOCH) and records every
-call, in one global order across brokers, with whether it was applied.
+call, in one global order across brokers, with whether it was applied. It keeps the agent's real
+metadata cache, so a new controller's digest-only UpdateMetadata is taken or refused
+(METADATA_DIGEST_MISMATCH) as an agent would.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from leasehold.etcd import EtcdClient, Keyspace, Session
 from leasehold.etcd.client import cmp_create_revision, op_put
 from leasehold.metadata.v1 import metadata_pb2
 from leasehold.server import Service, ServiceRunner
+from services.broker_agent import convert
+from services.broker_agent.metadata_cache import MetadataCache
 from services.controller.app import ControllerApp
 from services.controller.codec import decode_partition_state
 from services.controller.config import ControllerConfig
@@ -56,9 +60,10 @@ class FakeBroker(control_pb2_grpc.BrokerControlServiceServicer):
         self.port = 0
         self.session: Session | None = None
         self.epoch = -1
+        self.metadata = MetadataCache()
 
-    def _record(self, kind: str, request) -> bool:
-        applied = request.controller_epoch >= self.max_epoch
+    def _record(self, kind: str, request, *, refused: bool = False) -> bool:
+        applied = request.controller_epoch >= self.max_epoch and not refused
         if applied:
             self.max_epoch = request.controller_epoch
         call = Call(next(self._seq), self.broker_id, kind, request, applied)
@@ -72,8 +77,16 @@ class FakeBroker(control_pb2_grpc.BrokerControlServiceServicer):
         return control_pb2.LeaderAndIsrResponse()
 
     async def UpdateMetadata(self, request, context):
+        update = convert.update_metadata_from_pb(request)
+        current = request.controller_epoch >= self.max_epoch
+        if current and update.metadata_digest and update.metadata_digest != self.metadata.digest():
+            self._record("UpdateMetadata", request, refused=True)
+            return control_pb2.UpdateMetadataResponse(
+                error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
+            )
         if not self._record("UpdateMetadata", request):
             return control_pb2.UpdateMetadataResponse(error_code=STALE)
+        self.metadata.update(update)
         return control_pb2.UpdateMetadataResponse()
 
     async def StopReplica(self, request, context):

@@ -13,6 +13,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
 from leasehold.etcd.fenced import FencedError, Write, commit
 from leasehold.metadata.v1 import metadata_pb2
+from services.broker_agent.model import LEADER_DURING_DELETE, MetadataPartition, UpdateMetadata
 from services.controller.core import TopicPartition
 from services.controller.events import ControllerEvent
 
@@ -46,22 +47,42 @@ async def test_failover_order_epochs_and_hot_standby(cluster, tmp_path):
     await eventually(warm, 10, "standby context to follow etcd")
     assert not second.controller.active
 
+    # Broker 3's cache loses a partition (as if an UpdateMetadata never reached it).
+    lost = MetadataPartition("demo", 1, LEADER_DURING_DELETE, 0, (), ())
+    cluster.brokers[3].metadata.update(UpdateMetadata(1, 1, 0, (lost,), live_brokers=()))
+
     await first.crash()
     assert await cluster.active(timeout=15) is second
     assert await _epoch(cluster) == 2
     assert second.controller.epoch == 2
     assert second.app.watcher.loads == 1, "failover must not reload the cluster"
-    # Per broker, the new controller's first request is UpdateMetadata with every partition,
-    # before any LeaderAndIsr of the new epoch.
+    # Per broker, the new controller's first request is UpdateMetadata, before any LeaderAndIsr
+    # of the new epoch. It carries only the digest of every partition: brokers 1 and 2, kept up
+    # to date by the old controller, take it; broker 3 refuses it and is sent every partition.
     for b in (1, 2, 3):
         broker = cluster.brokers[b]
         await eventually(lambda broker=broker: "LeaderAndIsr" in _first_calls_of_epoch(broker, 2))
         kinds = _first_calls_of_epoch(broker, 2)
-        assert kinds[0] == "UpdateMetadata", kinds
-        um = next(c.request for c in broker.calls if c.request.controller_epoch == 2)
-        assert {(s.topic, s.partition) for s in um.partition_states} == {("demo", 0), ("demo", 1)}
+        assert kinds[:3] == (
+            ["UpdateMetadata", "UpdateMetadata", "LeaderAndIsr"]
+            if b == 3
+            else ["UpdateMetadata", "LeaderAndIsr", "UpdateMetadata"]
+        ), kinds
+        ums = [c for c in broker.calls if c.request.controller_epoch == 2]
+        um = ums[0].request
+        assert ums[0].applied == (b != 3) and not um.partition_states
+        assert um.metadata_digest == broker.metadata.digest()
+        if b == 3:
+            assert {(s.topic, s.partition) for s in ums[1].request.partition_states} == {
+                ("demo", 0),
+                ("demo", 1),
+            }
+        held = {(t, p.partition) for t in broker.metadata.topics()
+                for p in broker.metadata.describe([t]).topics[0].partitions}  # fmt: skip
+        assert held == {("demo", 0), ("demo", 1)}
         assert sorted(x.broker_id for x in um.live_brokers) == [1, 2, 3]
         assert um.controller_port == int(second.address.rsplit(":", 1)[1])
+        assert broker.metadata.controller_epoch == 2
 
     # Graceful resignation hands over at once, with a higher epoch again.
     third = await cluster.add_controller(3)

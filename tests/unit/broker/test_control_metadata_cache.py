@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from services.broker_agent.metadata_cache import MetadataCache, PartitionView, TopicView
+import pytest
+
+from leasehold.broker.v1 import control_pb2
+from services.broker_agent import convert
+from services.broker_agent.metadata_cache import (
+    MetadataCache,
+    PartitionView,
+    TopicView,
+    state_hash,
+)
 from services.broker_agent.model import (
     Code,
     Endpoint,
@@ -105,3 +114,75 @@ def test_a_topic_deleted_and_listed_again_in_one_request():
         mp("b", 0, 3),
     )
     assert (cache.topics(), cache.contains(TopicPartition("a", 0))) == (["a", "b"], False)
+
+
+# ------------------------------------------------------------------- the metadata digest
+
+
+def fresh(*batches) -> MetadataCache:
+    cache = MetadataCache()
+    for batch in batches:
+        cache.update(request(batch))
+    return cache
+
+
+A0, A1, B0 = mp("a", 0, 1), mp("a", 1, 2), mp("b", 0, 3)
+A1_MOVED = mp("a", 1, 3, epoch=2, isr=(3,))
+
+
+@pytest.mark.parametrize(
+    ("batches", "same_as"),
+    [
+        # Order and batching do not matter: a multiset hash of what is held.
+        ([[B0, A1, A0]], [A0, A1, B0]),
+        ([[A0], [B0], [A1]], [A0, A1, B0]),
+        # A replaced state counts once, as its latest value; back again, back to the digest.
+        ([[A0, A1], [A1_MOVED]], [A0, A1_MOVED]),
+        ([[A0, A1], [A1_MOVED], [A1]], [A0, A1]),
+        # Deletion markers and deleted topics take states out.
+        ([[A0, A1, B0], [mp("a", 0, -2)]], [A1, B0]),
+        ([[A0, A1, B0], [mp("a", 0, -2), mp("a", 1, -2)]], [B0]),
+        ([[A0, A1, B0], [mp("a", 0, -2), mp("a", 1, 5)]], [mp("a", 1, 5), B0]),
+        ([[A0, A1, B0], [mp("b", 0, -2), B0]], [A0, A1, B0]),
+    ],
+)
+def test_digest_is_of_the_states_held(batches, same_as):
+    assert fresh(*batches).digest() == fresh(same_as).digest()
+
+
+def test_digest_after_deleted_topics_and_of_nothing():
+    cache = fresh([A0, A1, B0])
+    cache.update(request([], deleted=["a"]))
+    assert cache.digest() == fresh([B0]).digest()
+    cache.update(request([], deleted=["b"]))
+    assert cache.digest() == bytes(16) == MetadataCache().digest()
+
+
+def test_digest_tells_states_apart():
+    digests = {fresh(batch).digest() for batch in ([A0], [A1], [A1_MOVED], [A0, A1], [])}
+    assert len(digests) == 5
+
+
+def test_decoded_hashes_are_the_hashes_of_states_built_in_code():
+    """The decoder hashes the bytes that arrived; code-built requests are encoded and hashed:
+    both must agree, or a cache filled by tests (or tools) would never match a controller."""
+    states = [A0, A1_MOVED, B0, mp("c", 7, -1, replicas=(4, 5), isr=(4,), tid="")]
+    pb = control_pb2.UpdateMetadataRequest(
+        partition_states=[
+            control_pb2.UpdateMetadataPartitionState(
+                topic=s.topic, topic_id=s.topic_id, partition=s.partition,
+                controller_epoch=s.controller_epoch, leader=s.leader,
+                leader_epoch=s.leader_epoch, isr=s.isr, partition_epoch=s.partition_epoch,
+                replicas=s.replicas, offline_replicas=s.offline_replicas,
+            )
+            for s in states
+        ]
+    )  # fmt: skip
+    decoded = convert.update_metadata_from_pb(pb)
+    assert decoded.partitions == tuple(states)
+    assert decoded.state_hashes == tuple(state_hash(s) for s in states)
+    assert len(set(decoded.state_hashes)) == 4
+    assert fresh(states).digest() == fresh(decoded.partitions).digest()
+    cache = MetadataCache()
+    cache.update(decoded)
+    assert cache.digest() == fresh(states).digest()

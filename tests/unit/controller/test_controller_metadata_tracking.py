@@ -12,9 +12,12 @@ from collections.abc import Callable
 import pytest
 
 from leasehold.broker.v1 import control_pb2
+from services.broker_agent import convert
+from services.broker_agent.metadata_cache import MetadataCache
 from services.controller import wire
 from services.controller.core import (
     BrokerInfo,
+    BrokerRequests,
     ControllerContext,
     LeaderAndIsr,
     PartitionReplica,
@@ -171,3 +174,72 @@ def test_replicas_for_partitions_sorted_and_split_by_liveness(make_ctx) -> None:
         pr(T0, 1), pr(T0, 2), pr(T1, 1), pr(T1, 3)
     )  # fmt: skip
     assert ctx.online_and_offline_replicas() == ((pr(T0, 1), pr(T1, 1)), (pr(T0, 2), pr(T1, 3)))
+
+
+def _broker_applies(broker: MetadataCache, encoded: wire.EncodedRequest) -> None:
+    broker.update(convert.update_metadata_from_pb(encoded.decode()))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _leader_moved,
+        _state_created,
+        _reassigned,
+        _topic_queued_for_deletion,
+        _topic_removed,
+        _topic_id_changed,
+        _broker_gone,
+        _broker_shutting_down,
+        _replica_state_only,
+    ],
+)
+def test_the_digest_is_what_a_broker_holds_after_the_requests(
+    make_ctx, change: Callable[[ControllerContext], None]
+) -> None:
+    """A broker sent every partition, then the changed ones (as the controller's batches
+    would), ends with the digest the controller's cache computes."""
+    ctx = _ctx(make_ctx)
+    cache, broker = UpdateMetadataCache(), MetadataCache()
+    _broker_applies(broker, cache.full_update_metadata(ctx, "ctl", 9190)[1])
+    assert broker.digest() == cache.digest() != bytes(16)
+    before = cache.digest()
+
+    topics = {tp.topic for tp in ctx.all_partitions()}
+    change(ctx)
+    gone = topics - {tp.topic for tp in ctx.all_partitions()}
+    if gone:  # a completed deletion is announced by name
+        pb = wire.deleted_topics_update(
+            controller_id=100, controller_epoch=5, broker_epoch=1001, live_brokers=(),
+            topics=gone, controller_host="ctl", controller_port=9190,
+        )  # fmt: skip
+        broker.update(convert.update_metadata_from_pb(pb))
+    states = [update_metadata_state(ctx, tp) for tp in ctx.all_partitions()]
+    update = BrokerRequests(
+        broker_id=1, broker_epoch=1001, controller_id=100, controller_epoch=5,
+        leader_and_isr=(), live_leaders=(), stop_replica=(),
+        update_metadata=tuple(s for s in states if s is not None),
+        live_brokers=tuple(ctx.brokers[b] for b in sorted(ctx.brokers)),
+    )  # fmt: skip
+    broker.update(convert.update_metadata_from_pb(wire.update_metadata(update, "ctl", 9190)))
+    cache.refresh(ctx)
+    assert broker.digest() == cache.digest()
+    assert (cache.digest() == before) == (change is _replica_state_only)
+
+
+def test_digest_first_requests(make_ctx) -> None:
+    ctx = _ctx(make_ctx)
+    ctx.apply_controller(7, 9)
+    cache = UpdateMetadataCache()
+    requests = cache.digest_first_update_metadata(ctx, "ctl", 9190)
+    full = cache.full_update_metadata(ctx, "ctl", 9190)
+    assert sorted(requests) == [1, 2, 3]
+    for broker_id, req in requests.items():
+        assert req.full.decode() == full[broker_id].decode()
+        pb = req.digest_only.decode()
+        expected = full[broker_id].decode()
+        del expected.partition_states[:]
+        expected.metadata_digest = cache.digest()
+        assert pb == expected
+        assert (req.digest_only.partition_count, req.full.partition_count) == (0, 3)
+        assert (req.in_full, req.settled.is_set()) == (None, False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from leasehold.broker.v1 import control_pb2
+from leasehold.common.v1 import common_pb2
 from services.controller import wire
 from services.controller.channels import (
     _RESPONSES,
@@ -181,4 +182,77 @@ async def test_send_batch_encodes_a_shared_leader_and_isr_state_once(monkeypatch
         if kind == LEADER_AND_ISR
     }
     assert sent == {b: wire.leader_and_isr(one[b]) for b in (1, 2)}
+    await ch.close()
+
+
+class _Refusing(_Recording):
+    """Answers at once; brokers in ``refuse`` refuse a digest-only UpdateMetadata."""
+
+    def __init__(self, refuse: set[int]) -> None:
+        super().__init__()
+        self.release.set()
+        self.refuse = refuse
+        self.answered: list[tuple[int, str, object]] = []
+
+    def _answered(self, broker_id, kind, request, response) -> None:
+        self.answered.append((broker_id, kind, request))
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                data = broker.serialize(request)
+                self.wire.append((broker.info.id, kind, data))
+                if kind == UPDATE_METADATA and broker.info.id in self.refuse:
+                    if control_pb2.UpdateMetadataRequest.FromString(data).metadata_digest:
+                        return control_pb2.UpdateMetadataResponse(
+                            error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
+                        )
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+
+async def test_digest_first_is_sent_in_full_only_where_refused() -> None:
+    ch = _Refusing(refuse={1})
+    ch.add_broker(B1)
+    ch.add_broker(B2)
+    body = wire.update_metadata_body(STATES)
+    requests = {
+        b.id: wire.DigestFirst(
+            wire.digest_update_metadata(_requests(b, um=()), "ctl", 9190, b"\x07" * 16),
+            wire.encoded_update_metadata(_requests(b), "ctl", 9190, body, len(STATES)),
+        )
+        for b in (B1, B2)
+    }
+    lai = LeaderAndIsrPartitionState(
+        STATES[0].tp, "id-a", LeaderAndIsr(1, 4, (1, 2), 5, 70), (1, 2), (), (), False
+    )
+    for b in (B1, B2):
+        ch.send(b.id, UPDATE_METADATA, requests[b.id])
+        ch.send(b.id, LEADER_AND_ISR, wire.leader_and_isr(_requests(b, um=(), lai=(lai,))))
+    await asyncio.wait_for(asyncio.gather(*(r.settled.wait() for r in requests.values())), 1)
+    for _ in range(50):
+        if len(ch.answered) == 4:
+            break
+        await asyncio.sleep(0.01)
+
+    def sent(broker_id):
+        out = []
+        for b, kind, data in ch.wire:
+            if b == broker_id and kind != UPDATE_METADATA:
+                out.append((kind, ""))
+            elif b == broker_id:
+                um = control_pb2.UpdateMetadataRequest.FromString(data)
+                out.append((kind, "digest" if um.metadata_digest else "full"))
+        return out
+
+    # The full request goes right after the refusal, before what was queued behind it.
+    assert sent(1) == [(UPDATE_METADATA, "digest"), (UPDATE_METADATA, "full"), (LEADER_AND_ISR, "")]
+    assert sent(2) == [(UPDATE_METADATA, "digest"), (LEADER_AND_ISR, "")]
+    assert (requests[1].in_full, requests[2].in_full) == (True, False)
+    assert ch.digest_mismatches == 1
+    um_answers = {b: r for b, kind, r in ch.answered if kind == UPDATE_METADATA}
+    assert um_answers == {1: requests[1].full, 2: requests[2].digest_only}
     await ch.close()

@@ -11,11 +11,17 @@ import asyncio
 import gc
 import json
 
+from google.protobuf.message import Message
+
 from leasehold.broker.v1 import control_pb2
+from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2
 from leasehold.etcd.fenced import CommitResult
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
+from services.broker_agent import convert
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.model import LEADER_DURING_DELETE, MetadataPartition, UpdateMetadata
 from services.controller import codec
 from services.controller import events as ev
 from services.controller.channels import (
@@ -65,9 +71,13 @@ class _Store:
 
 
 class _Channels(ControllerChannelManager):
-    def __init__(self, timeline: list) -> None:
+    """Brokers that answer UpdateMetadata as the agent does: a digest-only request is taken
+    when it is the digest of their cache (``caches``, per broker id), refused otherwise."""
+
+    def __init__(self, timeline: list, caches: dict[int, MetadataCache]) -> None:
         super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
         self.timeline = timeline
+        self.caches = caches
 
     def add_broker(self, info: BrokerInfo) -> None:
         broker = _Broker(info, channel=None)  # type: ignore[arg-type]
@@ -85,11 +95,25 @@ class _Channels(ControllerChannelManager):
             async def invoke():
                 data = broker.serialize(request)
                 self.timeline.append(("wire", broker.info.id, kind, data))
+                if kind == UPDATE_METADATA:
+                    return self._update_metadata(broker.info.id, data)
                 return _RESPONSES[kind]()
 
             return asyncio.get_running_loop().create_task(invoke())
 
         return call
+
+    def _update_metadata(self, broker_id: int, data: bytes) -> Message:
+        request = convert.update_metadata_from_pb(
+            control_pb2.UpdateMetadataRequest.FromString(data)
+        )
+        cache = self.caches.setdefault(broker_id, MetadataCache())
+        if request.metadata_digest and request.metadata_digest != cache.digest():
+            return control_pb2.UpdateMetadataResponse(
+                error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
+            )
+        cache.update(request)
+        return control_pb2.UpdateMetadataResponse()
 
     async def close(self) -> None:
         for broker_id in list(self._brokers):
@@ -126,13 +150,16 @@ def _events(leaders: dict[TopicPartition, list[int]], registered) -> list[ev.Con
     ]
 
 
-async def _active(tmp_path, leaders, timeline, registered=(1, 2, 3), extra=()) -> Controller:
+async def _active(
+    tmp_path, leaders, timeline, registered=(1, 2, 3), extra=(), caches=None
+) -> Controller:
+    brokers: dict[int, MetadataCache] = {} if caches is None else caches
     c = Controller(
         ControllerConfig(controller_id=1),
         _Store(),  # type: ignore[arg-type]
         StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
         lambda: [],
-        lambda: _Channels(timeline),
+        lambda: _Channels(timeline, brokers),
     )
     for e in [*_events(leaders, registered), *extra]:
         await c.handle(e)
@@ -168,16 +195,66 @@ async def test_update_metadata_is_on_the_wire_before_the_state_machines(
 
     startup = timeline.index(("replica_startup",))
     before = [(e[1], e[2]) for e in timeline[:startup]]
-    assert before == [(1, UPDATE_METADATA), (2, UPDATE_METADATA)]
-    for _, broker, _kind, data in timeline[:startup]:
-        um = control_pb2.UpdateMetadataRequest.FromString(data)
-        assert (um.controller_epoch, um.broker_epoch, um.controller_port) == (2, 10 + broker, 9190)
-        assert [b.broker_id for b in um.live_brokers] == [1, 2]
-        states = {(s.topic, s.partition): s for s in um.partition_states}
+    # Digest-first: the brokers' caches are empty, so each refuses the digest and is sent
+    # every partition, and both go out before the state machines start.
+    assert sorted(before) == [(1, UPDATE_METADATA)] * 2 + [(2, UPDATE_METADATA)] * 2
+    for broker in (1, 2):
+        digest_only, full = (
+            control_pb2.UpdateMetadataRequest.FromString(e[3])
+            for e in timeline[:startup]
+            if e[1] == broker
+        )
+        assert len(digest_only.metadata_digest) == 16 and not digest_only.partition_states
+        assert full.metadata_digest == b""
+        for um in (digest_only, full):
+            assert (um.controller_epoch, um.broker_epoch, um.controller_port) == (
+                2, 10 + broker, 9190
+            )  # fmt: skip
+            assert [b.broker_id for b in um.live_brokers] == [1, 2]
+        states = {(s.topic, s.partition): s for s in full.partition_states}
         assert sorted(states) == [(t, p) for t in ("a", "gone") for p in range(4)]
         assert {s.leader for (t, _), s in states.items() if t == "gone"} == {-2}
         assert (states["a", 0].leader, list(states["a", 1].offline_replicas)) == (1, [3])
     assert any(e[0] == "wire" and e[2] == "LeaderAndIsr" for e in timeline[startup:])
+
+
+async def test_brokers_kept_up_to_date_take_the_digest_alone(tmp_path) -> None:
+    leaders = {TopicPartition(t, p): [1 + p % 3, 1 + (p + 1) % 3] for t in ("a", "b")
+               for p in range(6)}  # fmt: skip
+    for name in ("old", "new", "newer"):
+        (tmp_path / name).mkdir()
+    caches: dict[int, MetadataCache] = {}
+    first: list = []
+    old = await _active(tmp_path / "old", leaders, first, caches=caches)
+    await asyncio.sleep(0.01)
+    assert old.channels.digest_mismatches == 3  # empty caches: every partition sent
+    digests = {b: cache.digest() for b, cache in caches.items()}
+    assert set(digests.values()) == {old.metadata_cache.digest()}
+    await old.channels.close()
+
+    # The next controller finds the brokers' caches as the old one left them.
+    timeline: list = []
+    new = await _active(tmp_path / "new", leaders, timeline, caches=caches)
+    await asyncio.sleep(0.01)
+    sent = [
+        control_pb2.UpdateMetadataRequest.FromString(e[3])
+        for e in timeline
+        if e[0] == "wire" and e[2] == UPDATE_METADATA
+    ]
+    assert new.channels.digest_mismatches == 0
+    assert [(len(um.metadata_digest), len(um.partition_states)) for um in sent[:3]] == [(16, 0)] * 3
+    assert all(um.metadata_digest == b"" for um in sent[3:])  # later ones are ordinary
+    assert {b: cache.digest() for b, cache in caches.items()} == digests
+
+    # A broker whose cache lost a partition is sent every partition again, and then agrees.
+    gone = MetadataPartition("a", 0, LEADER_DURING_DELETE, 0, (), ())
+    caches[2].update(UpdateMetadata(1, 2, 12, (gone,), live_brokers=()))
+    assert caches[2].partition(TopicPartition("a", 0)) is None
+    timeline.clear()
+    newer = await _active(tmp_path / "newer", leaders, timeline, caches=caches)
+    await asyncio.sleep(0.01)
+    assert newer.channels.digest_mismatches == 1
+    assert {b: cache.digest() for b, cache in caches.items()} == digests
 
 
 async def test_startup_self_transitions_are_not_recorded(tmp_path) -> None:

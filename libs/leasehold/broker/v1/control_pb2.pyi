@@ -122,7 +122,7 @@ class UpdateMetadataPartitionState(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., partition_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class UpdateMetadataRequest(_message.Message):
-    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_brokers", "deleted_topics", "controller_host", "controller_port")
+    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_brokers", "deleted_topics", "controller_host", "controller_port", "metadata_digest")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +131,7 @@ class UpdateMetadataRequest(_message.Message):
     DELETED_TOPICS_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_HOST_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_PORT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_DIGEST_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     controller_epoch: int
     broker_epoch: int
@@ -139,7 +140,8 @@ class UpdateMetadataRequest(_message.Message):
     deleted_topics: _containers.RepeatedScalarFieldContainer[str]
     controller_host: str
     controller_port: int
-    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[UpdateMetadataPartitionState, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., deleted_topics: _Optional[_Iterable[str]] = ..., controller_host: _Optional[str] = ..., controller_port: _Optional[int] = ...) -> None: ...
+    metadata_digest: bytes
+    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[UpdateMetadataPartitionState, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., deleted_topics: _Optional[_Iterable[str]] = ..., controller_host: _Optional[str] = ..., controller_port: _Optional[int] = ..., metadata_digest: _Optional[bytes] = ...) -> None: ...
 
 class UpdateMetadataResponse(_message.Message):
     __slots__ = ("error_code", "error_message")

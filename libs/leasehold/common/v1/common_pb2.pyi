@@ -53,6 +53,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ERROR_CODE_NEW_LEADER_ELECTED: _ClassVar[ErrorCode]
     ERROR_CODE_TOPIC_DELETION_IN_PROGRESS: _ClassVar[ErrorCode]
     ERROR_CODE_BROKER_SHUTTING_DOWN: _ClassVar[ErrorCode]
+    ERROR_CODE_METADATA_DIGEST_MISMATCH: _ClassVar[ErrorCode]
 
 class LeaderRecoveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -111,6 +112,7 @@ ERROR_CODE_INELIGIBLE_REPLICA: ErrorCode
 ERROR_CODE_NEW_LEADER_ELECTED: ErrorCode
 ERROR_CODE_TOPIC_DELETION_IN_PROGRESS: ErrorCode
 ERROR_CODE_BROKER_SHUTTING_DOWN: ErrorCode
+ERROR_CODE_METADATA_DIGEST_MISMATCH: ErrorCode
 LEADER_RECOVERY_STATE_UNSPECIFIED: LeaderRecoveryState
 LEADER_RECOVERY_STATE_RECOVERED: LeaderRecoveryState
 LEADER_RECOVERY_STATE_RECOVERING: LeaderRecoveryState
