@@ -256,3 +256,38 @@ async def test_digest_first_is_sent_in_full_only_where_refused() -> None:
     um_answers = {b: r for b, kind, r in ch.answered if kind == UPDATE_METADATA}
     assert um_answers == {1: requests[1].full, 2: requests[2].digest_only}
     await ch.close()
+
+
+class _Timing(_Recording):
+    """Records the deadline each call was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release.set()
+        self.timeouts: list[tuple[str, float]] = []
+
+    def _method(self, broker: _Broker, kind: str):
+        inner = super()._method(broker, kind)
+
+        def call(request, timeout=None):
+            self.timeouts.append((kind, timeout))
+            return inner(request, timeout=timeout)
+
+        return call
+
+
+async def test_deadlines_grow_with_the_partitions_a_request_names() -> None:
+    settings = ChannelSettings("ctl", 9190, request_timeout_s=10.0, timeout_per_partition_s=0.001)
+    assert [settings.timeout_for(n) for n in (0, 6, 100_000)] == [10.0, 10.006, 110.0]
+    ch = _Timing()
+    ch.settings = settings
+    ch.add_broker(B1)
+    body = wire.update_metadata_body(STATES)
+    ch.send(1, UPDATE_METADATA, wire.encoded_update_metadata(_requests(B1), "ctl", 9190, body, 6))
+    ch.send(1, UPDATE_METADATA, wire.update_metadata(_requests(B1, um=STATES[:2]), "ctl", 9190))
+    for _ in range(50):
+        if len(ch.timeouts) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert ch.timeouts == [(UPDATE_METADATA, 10.006), (UPDATE_METADATA, 10.002)]
+    await ch.close()
