@@ -25,10 +25,13 @@ import shutil
 import signal
 import tempfile
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench import raw_etcd
 from bench.framework import ClusterSpec, LocalCluster, free_port
@@ -203,6 +206,36 @@ class Sizing:
         return f"session TTL {self.ttl}s; broker agents: the normal agent, logs on {where}"
 
 
+async def requests_answered(controllers: list[Proc], timeout: float) -> None:
+    """Wait until no controller has a request to a broker queued or unanswered
+    (``leasehold_controller_total_queue_size`` 0 in two scrapes a refresh apart). CPU shares
+    do not show it: a controller waiting on a slow broker is idle, and a controller that
+    resigns drops what it had queued, so a failover measured then would start from brokers
+    that the old controller had not finished telling (the new one sends them every partition:
+    its digest-first UpdateMetadata does not match their caches)."""
+
+    def queued() -> float:
+        total = 0.0
+        for proc in controllers:
+            try:
+                with urllib.request.urlopen(proc.metrics_url, timeout=5) as resp:
+                    text = resp.read().decode()
+            except OSError:
+                continue  # a stopped controller queues nothing
+            for family in text_string_to_metric_families(text):
+                if family.name == "leasehold_controller_total_queue_size":
+                    total += sum(sample.value for sample in family.samples)
+        return total
+
+    deadline = time.monotonic() + timeout
+    quiet = 0
+    while quiet < 2:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"controllers still had broker requests queued after {timeout}s")
+        quiet = quiet + 1 if await asyncio.to_thread(queued) == 0 else 0
+        await asyncio.sleep(1.1)
+
+
 @dataclass
 class Scenario:
     """Etcd, controllers, brokers (and admin) as real processes; everything stopped on exit.
@@ -231,6 +264,7 @@ class Scenario:
             brokers=self.brokers,
             session_ttl=self.sizing.ttl,
             extra_env={**SERVICE_ENV, **self.env},
+            metrics=True,  # settle() reads the controllers' request queues
         )
         self.cluster = LocalCluster(spec)
         self.keyspace = Keyspace(spec.cluster_id)
@@ -379,6 +413,7 @@ class Scenario:
         pids = self.pids()
         idle = [name for name in pids if not name.startswith("broker-")]
         sizing = self.sizing
+        await requests_answered(list(self.cluster.controllers.values()), timeout=timeout)
         return await wait_steady(
             pids,
             idle=idle,

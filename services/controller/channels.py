@@ -245,6 +245,11 @@ class ControllerChannelManager:
             return False
         return True
 
+    def total_queue_size(self) -> int:
+        """Request batches not yet answered, over every broker: queued or in flight (Kafka's
+        ControllerChannelManager TotalQueueSize)."""
+        return sum(b.queued - b.finished for b in self._brokers.values())
+
     def queued(self, broker_id: int) -> int:
         """Request batches waiting for the broker's sender (not counting the one in flight)."""
         broker = self._brokers.get(broker_id)

@@ -49,6 +49,9 @@ class ControllerMetrics:
         self.topics_to_delete = g("topics_to_delete_count", "Topics queued for deletion")
         self.brokers = g("active_broker_count", "Registered (live) brokers")
         self.queue_size = g("event_queue_size", "Events waiting for the controller event loop")
+        self.request_queue = g(
+            "total_queue_size", "Request batches to brokers queued or awaiting an answer"
+        )
         self.queue_time = h("event_queue_time_ms", "Time an event waited in the queue, ms")
         self.event_time = h(
             "event_rate_and_time_ms", "Time an event took to handle, ms, per event", ("event",)
@@ -96,6 +99,7 @@ class ControllerMetrics:
         self.topics_to_delete.set(len(ctx.topics_to_be_deleted) if active else 0)
         self.brokers.set(len(ctx.live_broker_ids) if active else 0)
         self.queue_size.set(loop.queue_size)
+        self.request_queue.set(c.channels.total_queue_size() if c.channels is not None else 0)
         txns = c.store.stats.transactions
         if txns > self._txns_seen:
             self.etcd_txns.inc(txns - self._txns_seen)

@@ -35,6 +35,7 @@ CONTROLLER_NAMES = [
     C + "leader_election_rate_and_time_ms_bucket",
     C + "unclean_leader_elections_total",
     C + "event_queue_size",
+    C + "total_queue_size",
     C + "event_queue_time_ms_count",
     C + "event_rate_and_time_ms_count",
 ]

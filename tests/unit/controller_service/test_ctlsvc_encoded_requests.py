@@ -291,3 +291,21 @@ async def test_deadlines_grow_with_the_partitions_a_request_names() -> None:
         await asyncio.sleep(0.01)
     assert ch.timeouts == [(UPDATE_METADATA, 10.006), (UPDATE_METADATA, 10.002)]
     await ch.close()
+
+
+async def test_total_queue_size_counts_batches_until_answered() -> None:
+    ch = _Recording()
+    ch.add_broker(B1)
+    ch.add_broker(B2)
+    assert ch.total_queue_size() == 0
+    ch.send_batch({1: _requests(B1), 2: _requests(B2)})
+    ch.send(2, UPDATE_METADATA, wire.update_metadata(_requests(B2), "ctl", 9190))
+    assert not await ch.wait_issued(0.05)  # broker 2's second waits for its first's answer
+    assert ch.total_queue_size() == 3  # two in flight, one waiting behind broker 2's
+    ch.release.set()
+    for _ in range(50):
+        if ch.total_queue_size() == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert ch.total_queue_size() == 0
+    await ch.close()
