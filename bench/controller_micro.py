@@ -89,11 +89,15 @@ class MemoryStore:
 class RecordingChannels(ControllerChannelManager):
     """The real manager (queues, sender tasks, ``wait_issued``) with gRPC replaced by a call
     that, like grpc aio, serialises the request in a task of its own and answers at once; it
-    notes when each broker's first UpdateMetadata was serialised (on the wire, for real)."""
+    notes when each broker's first request of each kind was serialised (on the wire, for
+    real): ``first_at[(kind, broker id)]``, and ``um_at[broker id]`` for UpdateMetadata;
+    ``on_first(kind, broker id)`` is called right then."""
 
     def __init__(self) -> None:
         super().__init__(ChannelSettings("127.0.0.1", 9999), lambda *a: None)
         self.um_at: dict[int, float] = {}
+        self.first_at: dict[tuple[str, int], float] = {}
+        self.on_first: Callable[[str, int], None] = lambda kind, broker_id: None
         self.bytes = 0
 
     def add_broker(self, info: BrokerInfo) -> None:
@@ -112,8 +116,12 @@ class RecordingChannels(ControllerChannelManager):
         def call(request, timeout=None):
             async def invoke():
                 self.bytes += len(broker.serialize(request))
+                now = time.perf_counter()
+                if (kind, broker.info.id) not in self.first_at:
+                    self.first_at[(kind, broker.info.id)] = now
+                    self.on_first(kind, broker.info.id)
                 if kind == UPDATE_METADATA:
-                    self.um_at.setdefault(broker.info.id, time.perf_counter())
+                    self.um_at.setdefault(broker.info.id, now)
                 await asyncio.sleep(0)
                 return _RESPONSES[kind]()
 
@@ -173,6 +181,7 @@ async def standby(partitions: int, leader: int | None, statelog: StateChangeLog)
     )
     for e in events:
         await c.handle(e)
+    await c.handle(ev.RefreshStandbyCache())  # the standby's deferred cache refresh, now
     return c
 
 

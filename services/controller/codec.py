@@ -15,7 +15,7 @@ Pure functions, no I/O. Two Leasehold-specific rules live here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd.client import KV
@@ -31,9 +31,10 @@ RECOVERING = common_pb2.LEADER_RECOVERY_STATE_RECOVERING
 RECOVERED = common_pb2.LEADER_RECOVERY_STATE_RECOVERED
 
 
-@dataclass(frozen=True)
-class StoredPartitionState:
-    """A decoded partition-state key: leader/ISR (with its partition epoch), reassignment sets."""
+class StoredPartitionState(NamedTuple):
+    """A decoded partition-state key: leader/ISR (with its partition epoch), reassignment sets.
+
+    A named tuple: a controller decodes one per watched state (10,000 per broker failure)."""
 
     leader_and_isr: LeaderAndIsr
     adding: tuple[int, ...] = ()
@@ -56,13 +57,13 @@ def topic_replicas(topic: metadata_pb2.TopicAssignment) -> dict[int, tuple[int, 
 
 def decode_partition_state(value: bytes, mod_revision: int) -> StoredPartitionState:
     pb = metadata_pb2.PartitionState.FromString(value)
-    lai = LeaderAndIsr(
-        leader=pb.leader,
-        leader_epoch=pb.leader_epoch,
-        isr=tuple(pb.isr),
-        controller_epoch=pb.controller_epoch,
-        partition_epoch=mod_revision,
-        recovering=pb.leader_recovery_state == RECOVERING,
+    lai = LeaderAndIsr.of_valid(  # protobuf int fields are ints already
+        pb.leader,
+        pb.leader_epoch,
+        tuple(pb.isr),
+        pb.controller_epoch,
+        mod_revision,
+        pb.leader_recovery_state == RECOVERING,
     )
     return StoredPartitionState(lai, tuple(pb.adding_replicas), tuple(pb.removing_replicas))
 
@@ -94,6 +95,9 @@ def compose_assignment(
     Adding/removing replicas that make no sense against AR (a stale state) are dropped rather
     than rejected: the controller must load whatever etcd holds.
     """
+    if not adding and not removing:  # no reassignment: what nearly every partition has
+        plain = tuple(dict.fromkeys(map(int, replicas)))
+        return ReplicaAssignment.of_distinct(plain) if plain else ReplicaAssignment(())
     full = list(dict.fromkeys(int(r) for r in replicas))
     add = tuple(dict.fromkeys(int(r) for r in adding))
     full.extend(r for r in add if r not in full)

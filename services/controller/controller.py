@@ -3,10 +3,15 @@
 ``handle`` is the event loop's handler. Metadata events first update the ``ClusterView``; a
 standby then copies them into its context (hot standby), the active controller runs the flow for
 them. After each watch batch a standby also re-encodes what changed in its UpdateMetadata cache,
-so a failover can push every partition at once (``metadata_cache``). ``execute`` is the
-decide-commit-apply pipeline every flow uses (DESIGN section 5): commit the plan's
-partition-state writes in fenced batched transactions, apply the plan to the context with the
-committed partition epochs, log its transitions, then queue its broker requests. Each event's
+so a failover can push every partition at once (``metadata_cache``); when that is many
+partitions (a broker's liveness changed, thousands of elections were committed) it does so
+``CACHE_REFRESH_DELAY_S`` later instead, in one pass for everything that changed meanwhile, so
+the standby does not compete for CPU with the active controller and the brokers in the second
+after a broker failure. A failover re-encodes whatever is still pending before it sends.
+
+``execute`` is the decide-commit-apply pipeline every flow uses (DESIGN section 5): commit the
+plan's partition-state writes in fenced batched transactions, apply the plan to the context with
+the committed partition epochs, log its transitions, then queue its broker requests. Each event's
 requests form one batch, sent per broker when the event is done (or earlier where a flow needs
 an order, as failover does for UpdateMetadata, or where a state machine's batch must not wait
 for the next step, as on a broker failure). The state-change log is flushed after every event,
@@ -23,6 +28,7 @@ the end of the event are sent under it, so brokers join the same trace.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -62,6 +68,9 @@ Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
 ISSUE_TIMEOUT_S = 0.5
 # An event handled for at least this long is a bulk change of the context.
 BULK_EVENT_S = 0.05
+# A standby re-encodes fewer changed partitions than this at once, more after the delay.
+CACHE_REFRESH_AT_ONCE = 1_000
+CACHE_REFRESH_DELAY_S = 1.5
 
 _METADATA = (
     ev.BrokerChange,
@@ -112,6 +121,7 @@ class Controller:
         # Set by ``holding_requests``: applied plans whose broker requests wait to be queued.
         self._held_plans: list[StateChangePlan] | None = None
         self.heap = HeapFreezer(enabled=False)  # the service's main enables it
+        self._cache_refresh_due = False  # a RefreshStandbyCache is on its way
 
     # ---- the event handler -------------------------------------------------------------------
     async def handle(self, event: ev.ControllerEvent) -> None:
@@ -179,9 +189,13 @@ class Controller:
         elif isinstance(event, ev.Synced):
             self.synced_revision = max(self.synced_revision, event.revision)
             if not self.active:  # hot standby: keep the failover's UpdateMetadata warm
-                self.metadata_cache.refresh(self.ctx)
+                self._keep_cache_warm()
             if self.pending_failover and self.synced_revision >= self.pending_failover[0]:
                 await f.failover.failover()
+        elif isinstance(event, ev.RefreshStandbyCache):
+            self._cache_refresh_due = False
+            if not self.active:  # an active controller's cache is refreshed at failover
+                self.metadata_cache.refresh(self.ctx)
         elif isinstance(event, ev.Elected):
             await f.failover.on_elected(event)
         elif isinstance(event, ev.Resign):
@@ -211,6 +225,21 @@ class Controller:
             )
             await self.deactivate("a newer controller epoch was written")
             self.on_deposed()
+
+    def _keep_cache_warm(self) -> None:
+        """Re-encode the changed partitions' UpdateMetadata now, or, when many changed, in one
+        pass ``CACHE_REFRESH_DELAY_S`` from now (module docstring)."""
+        if self._cache_refresh_due:
+            return  # everything pending goes with the refresh already due
+        pending = self.ctx.metadata_changes_pending()
+        if pending < CACHE_REFRESH_AT_ONCE:
+            if pending:
+                self.metadata_cache.refresh(self.ctx)
+            return
+        self._cache_refresh_due = True
+        asyncio.get_running_loop().call_later(
+            CACHE_REFRESH_DELAY_S, self.put, ev.RefreshStandbyCache()
+        )
 
     def new_channels(self) -> ControllerChannelManager:
         return self._channel_factory()

@@ -2,22 +2,28 @@
 
 Two families, as Kafka's ControllerEventManager has:
 
-* Metadata events, made from etcd watch batches by the store (never handled on the watch task):
+* Metadata events, made from etcd watch batches (never handled on the watch task):
   ``BrokerChange``, ``TopicChange`` (which includes partition additions, Kafka's
   PartitionModifications), ``PartitionStateChange``, ``ConfigChange``, ``TopicDeletion``,
   ``ReassignmentRequest``, ``ElectionRequest``, ``ControllerEpochChange``, then ``Synced`` with
   the batch's revision. All changes of one watch batch of the same kind travel in one event, so
-  one admin call that wrote many keys becomes one decision and one batched commit.
+  one admin call that wrote many keys becomes one decision and one batched commit. The watch
+  task queues each batch undecoded, as a ``WatchDelivery``; the event loop decodes it into
+  those events when it reaches it (see ``event_loop``), so decoding never competes with the
+  event being handled.
 * Control events: ``Elected`` / ``Resign`` from the election task, ``AutoRebalance`` from the
   scheduler, ``AlterPartition`` / ``ControlledShutdown`` from the gRPC servicer (they carry a
   future the servicer awaits), ``StopReplicaResult`` from a broker channel, and
-  ``RetryTopicDeletion`` from the deletion manager's back-off timer.
+  ``RetryTopicDeletion`` from the deletion manager's back-off timer, ``RefreshStandbyCache``
+  from a standby's own timer.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from leasehold.controller.v1 import controller_pb2
 from leasehold.metadata.v1 import metadata_pb2
@@ -56,8 +62,9 @@ class TopicChange(ControllerEvent):
     updates: tuple[TopicUpdate, ...]
 
 
-@dataclass(frozen=True)
-class PartitionStateUpdate:
+class PartitionStateUpdate(NamedTuple):
+    """A named tuple: a watch batch carries one per changed state (thousands at a time)."""
+
     tp: TopicPartition
     state: StoredPartitionState | None  # None: the state key was deleted
     mod_revision: int
@@ -127,6 +134,22 @@ class Synced(ControllerEvent):
     revision: int
 
 
+@dataclass(frozen=True)
+class WatchDelivery(ControllerEvent):
+    """A watch batch (or a reload's snapshot) as received, not yet decoded.
+
+    ``expand`` (called once, on the event loop, in queue order) applies it to the watcher's
+    mirror and returns the metadata events above, ending with ``Synced(revision)``.
+    ``partition_states_only``: every change is a partition-state key (the echo of a controller
+    commit, typically), which the event loop may hold back for a bounded time.
+    """
+
+    revision: int
+    changes: int
+    partition_states_only: bool
+    expand: Callable[[], list[ControllerEvent]] = field(compare=False, repr=False)
+
+
 # ---- control events ------------------------------------------------------------------------------
 
 
@@ -146,6 +169,11 @@ class Resign(ControllerEvent):
     # The process is stopping: no standby context is rebuilt (at 100,000 partitions that took
     # seconds, all before the election key, and so the standby's turn, was released).
     stopping: bool = False
+
+
+@dataclass(frozen=True)
+class RefreshStandbyCache(ControllerEvent):
+    """A standby's deferred re-encoding of its UpdateMetadata cache is due (``controller``)."""
 
 
 @dataclass(frozen=True)

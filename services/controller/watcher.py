@@ -1,17 +1,20 @@
 """From the etcd watch to controller events (DESIGN section 4).
 
-``ClusterWatcher`` runs ``load_then_watch`` over the whole cluster prefix. It keeps a mirror of
-every key (so a reload after compaction can be turned into the changes it implies), decodes each
-batch into typed controller events and puts them on the event loop. It never decides anything:
-handling happens on the event loop, never on the watch task.
+``ClusterWatcher`` runs ``load_then_watch`` over the whole cluster prefix and puts each batch
+(and each full load) on the event loop as it comes, undecoded (``WatchDelivery``). When the loop
+reaches it, it calls back (``expand``) to apply the batch to the mirror of every key (so a
+reload after compaction can be turned into the changes it implies) and decode it into typed
+controller events. So the mirror, like the controller, has seen exactly the batches the loop
+has taken, in watch order, and the watch task only receives: it never decodes or decides.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
-from leasehold.etcd.client import KV, WatchEvent
+from leasehold.etcd.client import KV, WatchEvent, WatchEvents
 from leasehold.etcd.keys import Keyspace
 from leasehold.etcd.watch import load_then_watch
 from leasehold.metadata.v1 import metadata_pb2
@@ -33,6 +36,7 @@ from services.controller.events import (
     TopicChange,
     TopicDeletion,
     TopicUpdate,
+    WatchDelivery,
 )
 
 log = logging.getLogger(__name__)
@@ -63,7 +67,14 @@ class _BatchDecoder:
 
     def _add(self, deleted: bool, kv: KV) -> None:
         ks, key = self.ks, kv.key
-        if key.startswith(ks.brokers_prefix):
+        if ks.is_partition_state_key(key):  # first: nearly every key of a big batch is one
+            parsed = ks.parse_topic_key(key)
+            if parsed is None or parsed[1] is None:
+                return
+            tp = TopicPartition(parsed[0], parsed[1])
+            state = None if deleted else codec.decode_partition_state(kv.value, kv.mod_revision)
+            self.states[tp] = PartitionStateUpdate(tp, state, kv.mod_revision)
+        elif key.startswith(ks.brokers_prefix):
             broker_id = ks.broker_id_of(key)
             if deleted:
                 self.registered.pop(broker_id, None)
@@ -155,8 +166,27 @@ class ClusterWatcher:
         await load_then_watch(self.client, self.prefix, self._on_load, self._on_events)
 
     async def _on_load(self, kvs: list[KV], revision: int) -> None:
-        """A full snapshot (first load, or reload after compaction): emit what changed."""
+        """A full snapshot (first load, or reload after compaction)."""
         self.loads += 1
+        self.sink(
+            WatchDelivery(revision, len(kvs), False, partial(self._apply_load, kvs, revision))
+        )
+
+    async def _on_events(self, events: Sequence[WatchEvent], revision: int) -> None:
+        """Queued as received: the events are converted and decoded when the loop expands them
+        (``WatchEvents`` reads only the keys and revisions now)."""
+        if not isinstance(events, WatchEvents):
+            events = WatchEvents(events=events)
+        # A watch response's header revision may run ahead of the events it carries while the
+        # watcher catches up, so only the events' own revisions are known to be complete.
+        last = events.last_revision
+        is_state = self.keyspace.is_partition_state_key
+        states_only = all(map(is_state, events.keys()))
+        expand = partial(self._apply_events, events, last)
+        self.sink(WatchDelivery(last, len(events), states_only, expand))
+
+    def _apply_load(self, kvs: list[KV], revision: int) -> list[ControllerEvent]:
+        """The changes a snapshot implies against the mirror; the mirror becomes the snapshot."""
         fresh = {kv.key: kv for kv in kvs}
         changes: list[tuple[bool, KV]] = [
             (False, kv)
@@ -170,27 +200,25 @@ class ClusterWatcher:
         ]
         self.mirror.clear()  # in place: the store reads the same dict
         self.mirror.update(fresh)
-        self._emit(changes, revision)
+        return self._decode(changes, revision)
 
-    async def _on_events(self, events: tuple[WatchEvent, ...], revision: int) -> None:
+    def _apply_events(self, events: Sequence[WatchEvent], revision: int) -> list[ControllerEvent]:
+        mirror = self.mirror
         changes: list[tuple[bool, KV]] = []
         for ev in events:
             if ev.deleted:
-                self.mirror.pop(ev.kv.key, None)
+                mirror.pop(ev.kv.key, None)
             else:
-                self.mirror[ev.kv.key] = ev.kv
+                mirror[ev.kv.key] = ev.kv
             changes.append((ev.deleted, ev.kv))
-        # A watch response's header revision may run ahead of the events it carries while the
-        # watcher catches up, so only the events' own revisions are known to be complete.
-        self._emit(changes, max(ev.kv.mod_revision for ev in events))
+        return self._decode(changes, revision)
 
-    def _emit(self, changes: Iterable[tuple[bool, KV]], revision: int) -> None:
+    def _decode(self, changes: Iterable[tuple[bool, KV]], revision: int) -> list[ControllerEvent]:
         decoder = _BatchDecoder(self.keyspace)
         for deleted, kv in changes:
             decoder.add(deleted, kv)
         self.revision = max(self.revision, revision)
-        for event in decoder.events(revision):
-            self.sink(event)
+        return decoder.events(revision)
 
     def snapshot_events(self) -> list[ControllerEvent]:
         """The whole mirror as events, to rebuild a context from scratch without reading etcd."""

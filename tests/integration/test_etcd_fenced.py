@@ -50,6 +50,42 @@ async def test_commit_reports_stale_keys_and_commits_the_rest(etcd, keyspace):
     assert (await etcd.get(b)).value == b"changed-behind-our-back"
 
 
+# (what happened to the key behind our back, the write's expected revision: "seen" for the
+#  revision we read, 0 for "must not exist"; reported actual revision: "now" for its current one)
+STALE_CASES = [
+    ("updated", "seen", "now"),
+    ("deleted", "seen", 0),
+    ("created", 0, "now"),
+]
+
+
+@pytest.mark.parametrize(("change", "expected", "actual"), STALE_CASES)
+async def test_stale_keys_are_found_after_the_failed_transaction(
+    etcd, keyspace, change, expected, actual
+):
+    """The failed transaction reads back only the fence; the chunk's keys are read after it,
+    and only the stale one is dropped, with its current revision, from a chunk of many."""
+    fence, _ = await _fence(etcd, keyspace)
+    keys = [keyspace.root + f"/s/{i}".encode() for i in range(200)]
+    res = await commit(etcd, fence, [Write(k, b"a", expected=0) for k in keys[1:]])
+    seen = 0
+    if change != "created":
+        seen = await etcd.put(keys[0], b"a")
+    if change == "updated":
+        await etcd.put(keys[0], b"behind our back")
+    elif change == "deleted":
+        await etcd.delete(keys[0])
+    else:
+        await etcd.put(keys[0], b"behind our back")
+    current = await etcd.get(keys[0])
+    revisions = {**res.revisions, keys[0]: seen if expected == "seen" else 0}
+    res = await commit(etcd, fence, [Write(k, b"b", expected=revisions[k]) for k in keys])
+    assert res.stale == {keys[0]: current.mod_revision if actual == "now" else 0}
+    assert set(res.revisions) == set(keys[1:])
+    kvs, _ = await etcd.range_prefix(keyspace.root + b"/s/")
+    assert sorted(kv.key for kv in kvs if kv.value == b"b") == sorted(keys[1:])
+
+
 async def test_commit_raises_when_fence_lost_and_writes_nothing(etcd, keyspace):
     fence, epoch_key = await _fence(etcd, keyspace)
     await etcd.put(epoch_key, b"2")  # another controller bumped the epoch

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -62,11 +62,57 @@ class WatchEvent:
     prev: KV | None = None
 
 
+def _watch_event(ev: rpc.Event) -> WatchEvent:
+    prev = KV.from_pb(ev.prev_kv) if ev.HasField("prev_kv") else None
+    return WatchEvent(ev.type == rpc.Event.DELETE, KV.from_pb(ev.kv), prev)
+
+
+class WatchEvents(Sequence[WatchEvent]):
+    """The events of one watch response, turned into ``WatchEvent`` values when first read.
+
+    A watcher that only queues a batch on receipt (the controller's, which decodes it later on
+    its event loop) then does not pay for thousands of conversions while the response arrives;
+    ``keys`` and ``last_revision`` read the protobuf directly.
+    """
+
+    __slots__ = ("_events", "_raw")
+
+    def __init__(self, raw: Sequence[rpc.Event] = (), events: Sequence[WatchEvent] = ()) -> None:
+        self._raw = raw
+        self._events: tuple[WatchEvent, ...] | None = None if raw else tuple(events)
+
+    def _converted(self) -> tuple[WatchEvent, ...]:
+        if self._events is None:
+            self._events = tuple(map(_watch_event, self._raw))
+            self._raw = ()
+        return self._events
+
+    def __len__(self) -> int:
+        return len(self._events) if self._events is not None else len(self._raw)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._converted()[index]
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        return iter(self._converted())
+
+    def keys(self) -> list[bytes]:
+        if self._events is not None:
+            return [ev.kv.key for ev in self._events]
+        return [ev.kv.key for ev in self._raw]
+
+    @property
+    def last_revision(self) -> int:
+        """The highest mod revision among the events (0 when there are none)."""
+        source = self._events if self._events is not None else self._raw
+        return max((ev.kv.mod_revision for ev in source), default=0)
+
+
 @dataclass(frozen=True, slots=True)
 class WatchBatch:
     """The events of one watch response, all at or below ``revision``."""
 
-    events: tuple[WatchEvent, ...]
+    events: WatchEvents
     revision: int
 
 
@@ -331,15 +377,7 @@ class EtcdClient:
                     raise EtcdError(f"watch canceled by etcd: {resp.cancel_reason}")
                 if resp.created and not resp.events:
                     continue
-                events = tuple(
-                    WatchEvent(
-                        deleted=ev.type == rpc.Event.DELETE,
-                        kv=KV.from_pb(ev.kv),
-                        prev=KV.from_pb(ev.prev_kv) if ev.HasField("prev_kv") else None,
-                    )
-                    for ev in resp.events
-                )
-                yield WatchBatch(events, resp.header.revision)
+                yield WatchBatch(WatchEvents(resp.events), resp.header.revision)
         except grpc.aio.AioRpcError as e:
             raise EtcdError(f"watch stream broke: {e.code().name} {e.details()}") from e
         finally:

@@ -6,9 +6,14 @@ key create revision and the controller-epoch key's mod revision) plus one compar
 transactions of at most ``MAX_TXN_OPS`` operations and ``MAX_TXN_BYTES`` bytes (etcd's defaults
 are 128 ops and 1.5 MiB per request) and several transactions run at once.
 
-When a transaction fails, its failure branch reads back every compared key so we can tell a lost
-fence (raise :class:`FencedError`: we are not the controller any more) from stale versions of
-individual keys (reported per key; the rest of the chunk is retried).
+When a transaction fails, its failure branch reads back the fence keys, so a lost fence (raise
+:class:`FencedError`: we are not the controller any more) is told atomically; if the fence held,
+the chunk's keys are read in a second request to find the stale ones (reported per key; the rest
+of the chunk is retried). Reading them in the failure branch itself would add one range request
+per written key to every transaction, for a branch that almost never runs: a third of what a
+10,000-partition commit builds and etcd parses. Reading them later is as good: a mod revision
+only grows, so a key stale when the transaction failed is still stale, and one that changed
+since would fail the retry anyway.
 """
 
 from __future__ import annotations
@@ -123,6 +128,7 @@ async def _commit_chunk(
     client: EtcdClient, fence: Fence, chunk: list[Write], result: CommitResult
 ) -> None:
     pending = list(chunk)
+    fence_reads = [op_get(k) for k in fence.keys]
     for _attempt in range(8):
         if not pending:
             return
@@ -131,28 +137,28 @@ async def _commit_chunk(
             cmp_mod_revision(w.key, "=", w.expected) for w in pending if w.expected is not None
         ]
         ops = [op_delete(w.key) if w.value is None else op_put(w.key, w.value) for w in pending]
-        reads = [op_get(k) for k in fence.keys] + [
-            op_get(w.key) for w in pending if w.expected is not None
-        ]
-        res = await client.txn(compares, ops, reads)
+        res = await client.txn(compares, ops, fence_reads)
         result.transactions += 1
         if res.succeeded:
             for w in pending:
                 result.revisions[w.key] = res.revision
             return
-        current = [res.range_kvs(i) for i in range(len(reads))]
-        for c, kvs in zip(fence.compares, current, strict=False):
+        for i, c in enumerate(fence.compares):
+            kvs = res.range_kvs(i)
             if not _compare_holds(c, kvs[0] if kvs else None):
                 raise FencedError(
                     "controller fence lost: a newer controller epoch or our election key is gone"
                 )
         checked = [w for w in pending if w.expected is not None]
         stale_keys: set[bytes] = set()
-        for w, kvs in zip(checked, current[len(fence.compares) :], strict=True):
-            actual = kvs[0].mod_revision if kvs else 0
-            if actual != w.expected:
-                result.stale[w.key] = actual
-                stale_keys.add(w.key)
+        if checked:
+            current = await client.txn([], [op_get(w.key) for w in checked])
+            for i, w in enumerate(checked):
+                kvs = current.range_kvs(i)
+                actual = kvs[0].mod_revision if kvs else 0
+                if actual != w.expected:
+                    result.stale[w.key] = actual
+                    stale_keys.add(w.key)
         # With no stale key we raced with a change that has since reverted: retry the same chunk.
         pending = [w for w in pending if w.key not in stale_keys]
     raise FencedError("could not commit: the compared keys kept changing under us")

@@ -1,19 +1,22 @@
 """The etcd keyspace of one Leasehold cluster (DESIGN section 2).
 
 Every key lives under ``/leasehold/<cluster-id>``. Building keys in one place keeps the layout
-greppable and lets tests run several clusters side by side in one etcd.
+greppable and lets tests run several clusters side by side in one etcd. The root and the
+prefixes are computed once per keyspace: a controller classifies every watched key by them
+(tens of thousands per broker failure).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
 class Keyspace:
     cluster_id: str = "leasehold"
 
-    @property
+    @cached_property
     def root(self) -> bytes:
         return f"/leasehold/{self.cluster_id}".encode()
 
@@ -21,7 +24,7 @@ class Keyspace:
         return self.root + path.encode()
 
     # brokers
-    @property
+    @cached_property
     def brokers_prefix(self) -> bytes:
         return self._k("/brokers/ids/")
 
@@ -32,16 +35,16 @@ class Keyspace:
         return int(key[len(self.brokers_prefix) :])
 
     # controller election and epoch
-    @property
+    @cached_property
     def controller_election_prefix(self) -> bytes:
         return self._k("/controller/")
 
-    @property
+    @cached_property
     def controller_epoch(self) -> bytes:
         return self._k("/controller_epoch")
 
     # topics and partition state: /topics/<name> and /topics/<name>/partitions/<p>/state
-    @property
+    @cached_property
     def topics_prefix(self) -> bytes:
         return self._k("/topics/")
 
@@ -54,6 +57,14 @@ class Keyspace:
     def partition_states_prefix(self, topic: str) -> bytes:
         return self._k(f"/topics/{topic}/partitions/")
 
+    def is_partition_state_key(self, key: bytes) -> bool:
+        """Whether ``key`` is a ``partition_state`` key (topic names never contain ``/``)."""
+        return (
+            key.endswith(b"/state")
+            and key.startswith(self.topics_prefix)
+            and b"/partitions/" in key
+        )
+
     def parse_topic_key(self, key: bytes) -> tuple[str, int | None] | None:
         """``(topic, None)`` for an assignment key, ``(topic, p)`` for a state key, else None."""
         rest = key[len(self.topics_prefix) :].decode()
@@ -65,14 +76,14 @@ class Keyspace:
         return None
 
     # admin intents and results
-    @property
+    @cached_property
     def delete_topics_prefix(self) -> bytes:
         return self._k("/admin/delete_topics/")
 
     def delete_topic(self, name: str) -> bytes:
         return self._k(f"/admin/delete_topics/{name}")
 
-    @property
+    @cached_property
     def reassignments_prefix(self) -> bytes:
         return self._k("/admin/reassignments/")
 
@@ -83,14 +94,14 @@ class Keyspace:
         topic, _, p = key[len(self.reassignments_prefix) :].decode().rpartition("/")
         return topic, int(p)
 
-    @property
+    @cached_property
     def elections_prefix(self) -> bytes:
         return self._k("/admin/elections/")
 
     def election(self, request_id: str) -> bytes:
         return self._k(f"/admin/elections/{request_id}")
 
-    @property
+    @cached_property
     def results_prefix(self) -> bytes:
         return self._k("/admin/results/")
 
@@ -98,14 +109,14 @@ class Keyspace:
         return self._k(f"/admin/results/{request_id}")
 
     # configs
-    @property
+    @cached_property
     def topic_configs_prefix(self) -> bytes:
         return self._k("/config/topics/")
 
     def topic_config(self, name: str) -> bytes:
         return self._k(f"/config/topics/{name}")
 
-    @property
+    @cached_property
     def broker_configs_prefix(self) -> bytes:
         return self._k("/config/brokers/")
 

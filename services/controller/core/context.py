@@ -388,6 +388,10 @@ class ControllerContext:
     def _metadata_topic_changed(self, topic: str) -> None:
         self._metadata_changed.update(tp for tp in self._assignments if tp.topic == topic)
 
+    def metadata_changes_pending(self) -> int:
+        """How many partitions the next ``take_metadata_changes`` names, without taking them."""
+        return len(self._assignments if self._metadata_all_changed else self._metadata_changed)
+
     def take_metadata_changes(self) -> tuple[bool, frozenset[TopicPartition]]:
         """``(everything, partitions)`` whose UpdateMetadata state may have changed since the
         previous call (``everything``: all of them, e.g. broker liveness moved); resets both.

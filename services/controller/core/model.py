@@ -111,6 +111,22 @@ class LeaderAndIsr:
     def __post_init__(self) -> None:
         object.__setattr__(self, "isr", _ints(self.isr))
 
+    @classmethod
+    def of_valid(
+        cls,
+        leader: int,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        controller_epoch: int,
+        partition_epoch: int = PARTITION_EPOCH_UNWRITTEN,
+        recovering: bool = False,
+    ) -> LeaderAndIsr:
+        """A value from fields already of the right types (``isr`` a tuple of ints), without
+        the constructor's normalisation: for a decoder that makes one per watched state."""
+        return _derived_leader_and_isr(
+            leader, leader_epoch, isr, controller_epoch, partition_epoch, recovering
+        )
+
     @property
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
@@ -184,6 +200,14 @@ class ReplicaAssignment:
         stray = (set(self.adding) | set(self.removing)) - set(self.replicas)
         if stray:
             raise ValueError(f"adding/removing replicas {sorted(stray)} not in {self.replicas}")
+
+    @classmethod
+    def of_distinct(cls, replicas: tuple[int, ...]) -> ReplicaAssignment:
+        """No reassignment, from a tuple of distinct ints (not checked): what a standby
+        composes for every watched partition state, without the constructor's checks."""
+        value = object.__new__(cls)
+        value.__dict__.update(replicas=replicas, adding=(), removing=())
+        return value
 
     @property
     def origin_replicas(self) -> tuple[int, ...]:

@@ -1,4 +1,7 @@
-"""Watch batches become typed controller events; snapshots become the changes they imply."""
+"""Watch batches become typed controller events; snapshots become the changes they imply.
+
+The watcher queues each batch undecoded (``WatchDelivery``); decoding, and the mirror update,
+happen when the event loop expands it."""
 
 from __future__ import annotations
 
@@ -31,9 +34,21 @@ def state(leader: int) -> bytes:
     return metadata_pb2.PartitionState(leader=leader, isr=[leader]).SerializeToString()
 
 
-def collect() -> tuple[ClusterWatcher, list]:
-    out: list = []
-    return ClusterWatcher(None, KS, out.append), out
+class Expanding(list):
+    """A sink that expands every delivery at once, as an event loop with nothing else to do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deliveries: list[ev.WatchDelivery] = []
+
+    def put(self, delivery: ev.WatchDelivery) -> None:
+        self.deliveries.append(delivery)
+        self.extend(delivery.expand())
+
+
+def collect() -> tuple[ClusterWatcher, Expanding]:
+    out = Expanding()
+    return ClusterWatcher(None, KS, out.put), out
 
 
 async def test_one_batch_becomes_ordered_events_last_change_wins():
@@ -107,3 +122,58 @@ async def test_reload_after_compaction_emits_the_difference():
     assert set(w.mirror) == {KS.broker(1), KS.broker(3)}
     snapshot = w.snapshot_events()
     assert [b.id for b in snapshot[0].registered] == [1, 3]
+
+
+async def test_the_mirror_follows_expansion_not_receipt():
+    """Batches are applied to the mirror in the order the loop expands them, not on receipt:
+    the mirror is what the controller has seen."""
+    held: list[ev.WatchDelivery] = []
+    w = ClusterWatcher(None, KS, held.append)
+    await w._on_events((WatchEvent(False, kv(KS.broker(1), reg(1), rev=3, create=3)),), 3)
+    await w._on_events((WatchEvent(True, kv(KS.broker(1), rev=4)),), 4)
+    assert w.mirror == {} and w.revision == 0
+    first = held[0].expand()
+    assert set(w.mirror) == {KS.broker(1)} and w.revision == 3
+    assert [b.id for b in first[0].registered] == [1] and first[-1] == ev.Synced(3)
+    second = held[1].expand()
+    assert w.mirror == {} and w.revision == 4
+    assert second[0].deregistered == (1,) and second[-1] == ev.Synced(4)
+
+
+async def test_a_reload_is_diffed_against_the_mirror_when_expanded():
+    """A reload queued behind an unexpanded batch is compared with the mirror after that
+    batch: a key the batch created and the snapshot no longer has is reported deleted."""
+    held: list[ev.WatchDelivery] = []
+    w = ClusterWatcher(None, KS, held.append)
+    await w._on_events((WatchEvent(False, kv(KS.broker(2), reg(2), rev=5, create=5)),), 5)
+    await w._on_load([kv(KS.broker(1), reg(1), 6, 6)], 9)
+    assert held[1].partition_states_only is False and held[1].revision == 9
+    held[0].expand()
+    changes = held[1].expand()
+    (brokers,) = [e for e in changes if isinstance(e, ev.BrokerChange)]
+    assert [b.id for b in brokers.registered] == [1] and brokers.deregistered == (2,)
+    assert set(w.mirror) == {KS.broker(1)} and changes[-1] == ev.Synced(9)
+
+
+def state_event(topic_name: str, partition: int, rev: int) -> WatchEvent:
+    return WatchEvent(False, kv(KS.partition_state(topic_name, partition), state(1), rev=rev))
+
+
+async def test_deliveries_say_whether_they_carry_partition_states_only():
+    held: list[ev.WatchDelivery] = []
+    w = ClusterWatcher(None, KS, held.append)
+    cases = [
+        ((state_event("t", 0, 3), state_event("t", 1, 3)), True),
+        ((WatchEvent(True, kv(KS.partition_state("t", 0), rev=4)),), True),
+        ((state_event("t", 0, 5), WatchEvent(False, kv(KS.topic("t"), topic([1]), rev=5))), False),
+        # a topic named "state": its assignment key ends like a state key but is not one
+        ((WatchEvent(False, kv(KS.topic("state"), topic([1]), rev=6)),), False),
+        ((WatchEvent(False, kv(KS.controller_epoch, b"", rev=7)),), False),
+    ]
+    for events, _ in cases:
+        await w._on_events(events, 99)
+    assert [d.partition_states_only for d in held] == [want for _, want in cases]
+    assert [d.revision for d in held] == [3, 4, 5, 6, 7]
+    assert [d.changes for d in held] == [2, 1, 2, 1, 1]
+    topics = held[3].expand()
+    assert [u.topic for u in topics[0].updates] == ["state"]
