@@ -15,7 +15,7 @@ that time) and while the replication quota is exceeded (KIP-73 skips depend on i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from services.broker_agent.fetch_state import PartitionFetchState, Phase
 from services.broker_agent.leader_endpoint import FetchSpec
@@ -57,16 +57,26 @@ class FetchStates(dict[TopicPartition, PartitionFetchState]):
     def put_all(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
         """Set every one of ``states``, each moved to the end of the order (one call for a
         LeaderAndIsr's thousands, instead of a pop and a set each)."""
-        truncating = self.truncating
+        truncating, delete, put = self.truncating, super().__delitem__, super().__setitem__
+        fetching = Phase.FETCHING
         for tp, state in states.items():
             if tp in self:
-                super().__delitem__(tp)
-            super().__setitem__(tp, state)
-            if state.phase is Phase.FETCHING:
+                delete(tp)
+            put(tp, state)
+            if state.phase is fetching:
                 truncating.discard(tp)
             else:
                 truncating.add(tp)
         self.changed.update(states)
+
+    def pop_all(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, PartitionFetchState]:
+        """Remove those of ``tps`` held here; returns them (one call for thousands)."""
+        pop = super().pop
+        removed = {tp: pop(tp) for tp in tps if tp in self}
+        if removed:
+            self.changed.update(removed)
+            self.truncating.difference_update(removed)
+        return removed
 
     def take_changed(self) -> set[TopicPartition]:
         changed, self.changed = self.changed, set()

@@ -98,9 +98,9 @@ class ReplicaFetcher:
         # Walk the smaller side: a LeaderAndIsr moving 10,000 partitions calls this once per
         # fetcher, most of which hold few (or none) of them.
         if len(tps) < len(self.states):
-            removed = {tp: self.states.pop(tp) for tp in tps if tp in self.states}
+            removed = self.states.pop_all(tps)
         else:
-            removed = {tp: self.states.pop(tp) for tp in list(self.states) if tp in tps}
+            removed = self.states.pop_all([tp for tp in self.states if tp in tps])
         if self.failed:
             self.failed -= tps
         return removed

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from leasehold.javacompat import java_string_hash
 from services.broker_agent.fetch_state import (
@@ -29,13 +29,18 @@ log = logging.getLogger(__name__)
 FetcherKey = tuple[int, int]  # (leader broker id, fetcher id)
 
 
-@dataclass(frozen=True)
-class InitialFetch:
-    """Where a new follower starts: its leader, the leader epoch and the local high watermark."""
+class InitialFetch(NamedTuple):
+    """Where a new follower starts: its leader, the leader epoch and the local high watermark;
+    ``unepoched_end`` is the log end offset of a local log without leader-epoch entries (None:
+    it has some, or it is not known), which may spare it the truncation round
+    (``fetch_state.initial_state``).
+
+    A named tuple: a LeaderAndIsr makes one per new follower, thousands at a time."""
 
     leader: Endpoint
     leader_epoch: int
     offset: int
+    unepoched_end: int | None = None
 
 
 class FetcherManager:
@@ -59,12 +64,21 @@ class FetcherManager:
         """Group by (leader, fetcher id) and hand each group to its fetcher."""
         groups: dict[tuple[Endpoint, int], dict[TopicPartition, InitialFetch]] = {}
         topic_hashes: dict[str, int] = {}  # each topic's Java hash, computed once
+        num_fetchers = self.num_fetchers
+        # The last group used, by the identity of its leader endpoint: callers pass one
+        # endpoint object per leader, which spares hashing it for every partition.
+        last: tuple[Endpoint | None, int, dict[TopicPartition, InitialFetch]] = (None, -1, {})
         for tp, start in initial.items():
-            topic_hash = topic_hashes.get(tp.topic)
-            if topic_hash is None:
-                topic_hash = topic_hashes[tp.topic] = java_string_hash(tp.topic)
-            fid = fetcher_id(topic_hash, tp.partition, self.num_fetchers)
-            groups.setdefault((start.leader, fid), {})[tp] = start
+            if num_fetchers == 1:
+                fid = 0
+            else:
+                topic_hash = topic_hashes.get(tp.topic)
+                if topic_hash is None:
+                    topic_hash = topic_hashes[tp.topic] = java_string_hash(tp.topic)
+                fid = fetcher_id(topic_hash, tp.partition, num_fetchers)
+            if start.leader is not last[0] or fid != last[1]:
+                last = (start.leader, fid, groups.setdefault((start.leader, fid), {}))
+            last[2][tp] = start
         for (leader, fid), starts in groups.items():
             key = (leader.broker_id, fid)
             fetcher = self.fetchers.get(key)
@@ -85,6 +99,7 @@ class FetcherManager:
                     fetcher.states.get(tp),
                     init_offset=start.offset,
                     leader_epoch=start.leader_epoch,
+                    unepoched_end=start.unepoched_end,
                 )
                 if state is None:
                     state = PartitionFetchState(-1, start.leader_epoch, Phase.TRUNCATING)

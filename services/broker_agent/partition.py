@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from services.broker_agent.control import leader_epoch_check
 from services.broker_agent.log import Log, LogAppendInfo, LogConfig, LogManager, Record
@@ -152,17 +152,14 @@ class Partition:
         leo = log_.log_end_offset
         log_.assign_epoch_start_offset(state.leader_epoch, leo, defer_sync=defer_sync)
         self.leader_epoch_start_offset = leo
-        self.followers = {
-            r: reset_for_leadership(
-                self.followers.get(r),
-                r,
-                in_isr=r in self.isr,
-                now_ms=now,
-                new_leader=not was_leader,
-            )
-            for r in self.replicas
-            if r != self.local_broker_id
-        }
+        before, isr, new_leader = self.followers, self.isr, not was_leader
+        followers: dict[int, FollowerState] = {}
+        for r in self.replicas:
+            if r != self.local_broker_id:
+                followers[r] = reset_for_leadership(
+                    before.get(r), r, in_isr=r in isr, now_ms=now, new_leader=new_leader
+                )
+        self.followers = followers
         self.maybe_increment_high_watermark()
         self.signal.notify()
 
@@ -272,14 +269,18 @@ class Partition:
     def note_high_watermark_sent(self, replica_id: int, high_watermark: int) -> None:
         state = self.followers.get(replica_id)
         if state is not None and state.last_sent_hw != high_watermark:
-            self.followers[replica_id] = replace(state, last_sent_hw=high_watermark)
+            self.followers[replica_id] = state._replace(last_sent_hw=high_watermark)
 
     def maybe_increment_high_watermark(self) -> bool:
-        if not self.is_leader or self.log is None:
+        log_ = self.log
+        if log_ is None or not self.is_leader:
             return False
+        leader_leo, current_hw = log_.log_end_offset, log_.high_watermark
+        if leader_leo <= current_hw:
+            return False  # it never passes the leader's end (a new leader's usual case)
         new_hw = new_high_watermark(
-            leader_leo=self.log.log_end_offset,
-            current_hw=self.log.high_watermark,
+            leader_leo=leader_leo,
+            current_hw=current_hw,
             followers=self.followers,
             maximal_isr=self.maximal_isr,
             now_ms=self._clock(),
@@ -288,7 +289,7 @@ class Partition:
         )
         if new_hw is None:
             return False
-        self.log.update_high_watermark(new_hw)
+        log_.update_high_watermark(new_hw)
         return True
 
     def _proposal(self, new_isr: Sequence[int]) -> IsrProposal:
@@ -330,7 +331,7 @@ class Partition:
         Our log holds no transaction state to rebuild, so the leader may do so at once; until
         the controller commits it, the ISR cannot grow.
         """
-        if not self.is_leader or not self.recovering or self.pending is not None:
+        if not self.recovering or not self.is_leader or self.pending is not None:
             return None
         self.pending = self._proposal(self.isr)
         return self.pending

@@ -8,8 +8,9 @@ from then on.
 
 Every change is durable before the call returns — except one the caller asks to defer
 (``assign(..., defer=True)``: a LeaderAndIsr taking a new leader epoch on thousands of
-partitions at once). The owner then ``stage``\\ s the deferred entries into the journal, syncs
-the journal once for the whole batch, and reports the staged version back (``synced``). That
+partitions at once). A deferred change's record is staged in the journal at once (under the
+log's lock, so records stay in the order of the changes) but not synced; ``owed`` gives its
+number while it is not on disk, and the owner syncs the journal once for the whole batch. That
 happens before the LeaderAndIsr is answered and before the replica accepts appends under the
 new epoch: a follower must never lose an epoch boundary it has acknowledged data under.
 """
@@ -38,16 +39,15 @@ class EpochStore:
 
 class LeaderEpochFileCache(LeaderEpochCache):
     """A LeaderEpochCache written through to ``store``'s journal, or without one to
-    ``directory``'s checkpoint file. Callers hold the log's lock around every method."""
+    ``directory``'s checkpoint file. Callers hold the log's lock around every method (``owed``
+    and ``unsynced`` only read: they need not)."""
 
     def __init__(self, directory: Path, store: EpochStore | None = None) -> None:
         self._ready = False  # the constructor's own assignments write nothing
         self._journal = store.journal if store is not None else None
         self._key = store.key if store is not None else None
         self._path = directory / LEADER_EPOCH_CHECKPOINT
-        self._version = 0
-        self._durable_version = 0
-        self._defer = False
+        self._owed = 0  # the journal number of the newest deferred change's record (0: none)
         entries = store.entries if store is not None else None
         if entries is None:
             entries = checkpoint.read_epoch_entries(self._path)
@@ -57,38 +57,29 @@ class LeaderEpochFileCache(LeaderEpochCache):
     @property
     def unsynced(self) -> bool:
         """True while a deferred change is not yet on disk."""
-        return self._durable_version < self._version
+        owed = self._owed
+        return owed != 0 and not self._journal.is_synced(owed)  # type: ignore[union-attr]
 
-    def stage(self) -> int | None:
-        """Queue the deferred entries in the journal; the version to report to ``synced``
-        once the journal is synced (None: nothing owed)."""
-        if not self.unsynced or self._journal is None:
-            return None
-        self._journal.stage(self._key, self.pairs())  # type: ignore[arg-type]
-        return self._version
+    def owed(self) -> int | None:
+        """The journal number of a deferred change's record not yet on disk (None: nothing
+        owed): the journal's next ``sync`` writes it."""
+        return self._owed if self.unsynced else None
 
-    def synced(self, version: int) -> None:
-        self._durable_version = max(self._durable_version, version)
-
-    def _persisted(self, changed: bool) -> bool:
+    def _persisted(self, changed: bool, defer: bool = False) -> bool:
         if changed and self._ready:
-            self._version += 1
-            if not self._defer:
-                pairs = self.pairs()
-                if self._journal is not None:
-                    self._journal.record(self._key, pairs)  # type: ignore[arg-type]
-                else:
-                    checkpoint.write_epoch_entries(self._path, pairs)
-                self._durable_version = self._version
+            pairs = self.pairs()
+            if self._journal is None:
+                checkpoint.write_epoch_entries(self._path, pairs)
+            elif defer:
+                self._owed = self._journal.stage(self._key, pairs)  # type: ignore[arg-type]
+            else:  # also writes any deferred record staged before it
+                self._journal.record(self._key, pairs)  # type: ignore[arg-type]
         return changed
 
-    def assign(self, epoch: int, start_offset: int, *, defer: bool = False) -> bool:
+    def assign(self, epoch: int, start_offset: int, defer: bool = False) -> bool:
         # A standalone log has no batch to defer to: it writes at once.
-        self._defer = defer and self._journal is not None
-        try:
-            return self._persisted(super().assign(epoch, start_offset))
-        finally:
-            self._defer = False
+        changed = LeaderEpochCache.assign(self, epoch, start_offset)  # no super object
+        return self._persisted(changed, defer and self._journal is not None)
 
     def truncate_from_end(self, end_offset: int) -> bool:
         return self._persisted(super().truncate_from_end(end_offset))

@@ -92,14 +92,17 @@ class EpochJournal:
     """The data directory's leader-epoch journal. Thread-safe.
 
     ``snapshot`` holds what the file said when opened (the logs read their entries from it);
-    ``stage`` queues a record, ``sync`` writes and fdatasyncs everything queued, ``record``
-    does both. Lock order: a log's lock, then the journal's.
+    ``stage`` queues a record and numbers it, ``sync`` writes and fdatasyncs everything queued,
+    ``record`` does both; ``is_synced`` tells whether a numbered record is on disk (whichever
+    ``sync`` wrote it). Lock order: a log's lock, then the journal's.
     """
 
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / JOURNAL
         self._lock = threading.Lock()
         self._staged: list[bytes] = []
+        self._staged_number = 0  # how many records were ever staged: the newest one's number
+        self._synced_number = 0  # every record up to this number is on disk
         self._since_capture: list[bytes] | None = None  # records written while compacting
         self._failed: OSError | None = None
         existed = self.path.exists()
@@ -116,11 +119,19 @@ class EpochJournal:
 
     # ---------------------------------------------------------------- writing
 
-    def stage(self, tp: TopicPartition, pairs: Iterable[tuple[int, int]]) -> None:
-        """Queue ``tp``'s entry list; durable after the next ``sync``."""
+    def stage(self, tp: TopicPartition, pairs: Iterable[tuple[int, int]]) -> int:
+        """Queue ``tp``'s entry list; durable after the next ``sync``. Returns the record's
+        number, for ``is_synced``."""
         record = encode_record(tp, pairs)
         with self._lock:
             self._staged.append(record)
+            self._staged_number += 1
+            return self._staged_number
+
+    def is_synced(self, number: int) -> bool:
+        """Whether the record ``stage`` gave this number is on disk. (Read without the lock:
+        a stale answer can only be a no that has just become a yes.)"""
+        return number <= self._synced_number
 
     def record(self, tp: TopicPartition, pairs: Iterable[tuple[int, int]]) -> None:
         """Write ``tp``'s entry list durably (with anything staged before it)."""
@@ -137,15 +148,16 @@ class EpochJournal:
             raise OSError(self._failed.errno, f"leader-epoch journal failed: {self._failed}")
         if not self._staged:
             return
-        data = b"".join(self._staged)
+        data, upto = b"".join(self._staged), self._staged_number
         self._staged.clear()
         try:
             _write_all(self._fd, data)
             os.fdatasync(self._fd)
         except OSError as exc:
-            self._failed = exc
+            self._failed = exc  # the records are lost: none of their numbers becomes synced
             raise
         self._size += len(data)
+        self._synced_number = upto
         if self._since_capture is not None:
             self._since_capture.append(data)
 

@@ -365,26 +365,23 @@ class Log:
         """Record that ``epoch`` starts at ``start_offset`` (a new leader does this at its
         log end offset before accepting writes).
 
-        With ``defer_sync`` nothing is written here: the caller batches it
-        (``stage_epoch_checkpoint``) and must not accept appends until it is durable.
+        With ``defer_sync`` the entries are staged in the journal but not synced: the caller
+        syncs the journal for a whole batch (``epoch_record_owed`` says what this log waits
+        for) and must not accept appends until it is durable.
         """
         if isinstance(self._epochs, LeaderEpochFileCache):
-            self._epochs.assign(epoch, start_offset, defer=defer_sync)
+            self._epochs.assign(epoch, start_offset, defer_sync)
         else:
             self._epochs.assign(epoch, start_offset)
 
-    def stage_epoch_checkpoint(self) -> int | None:
-        """Queue a deferred assignment's entries in the journal; the version to hand to
-        ``epoch_checkpoint_synced`` once the journal is synced (None: nothing owed)."""
-        with self._lock:
-            if self._offline is not None or not isinstance(self._epochs, LeaderEpochFileCache):
-                return None
-            return self._epochs.stage()
-
-    def epoch_checkpoint_synced(self, version: int) -> None:
-        with self._lock:
-            if isinstance(self._epochs, LeaderEpochFileCache):
-                self._epochs.synced(version)
+    def epoch_record_owed(self) -> int | None:
+        """The journal number of a deferred leader-epoch change not yet on disk (None:
+        nothing owed, or the log is offline). Without the lock: the deferred change was made
+        before this call, and only the journal's sync clears it meanwhile."""
+        epochs = self._epochs
+        if self._offline is not None or not isinstance(epochs, LeaderEpochFileCache):
+            return None
+        return epochs.owed()
 
     def mark_offline(self, reason: str) -> None:
         """A write this log depends on failed elsewhere (a batched checkpoint): as after any

@@ -14,11 +14,11 @@ of replicas. The watermark checkpoints are written when the owner asks (periodic
 shutdown), as Kafka does; each write is atomic.
 
 A LeaderAndIsr naming thousands of partitions uses the batch path: ``create_logs`` opens the
-new logs on worker threads, ``get_or_create(..., defer_sync=True)`` and deferred epoch
-assignments only change memory, and ``sync_pending`` then makes everything owed durable at
-once: new topic-id files in one batch (``durable.BatchWriter``), every new leader epoch in one
-append to the epoch journal (``epoch_journal``) — instead of two fsyncs per file, serially,
-per replica.
+new logs on worker threads, ``get_or_create(..., defer_sync=True)`` only changes memory and
+deferred epoch assignments only stage their journal records, and ``sync_pending`` then makes
+everything owed durable at once: new topic-id files in one batch (``durable.BatchWriter``),
+every new leader epoch in one append to the epoch journal (``epoch_journal``) — instead of two
+fsyncs per file, serially, per replica.
 """
 
 from __future__ import annotations
@@ -208,12 +208,21 @@ class LogManager:
         is only recorded in memory; ``sync_pending`` writes it.
         """
         tp = (topic, partition)
-        name = log_dir_name(topic, partition)
         with self._lock:
+            log = self._logs.get(tp)
+            if (
+                log is not None
+                and config is None
+                and not log.is_offline
+                and not (self.offline and tp in self.offline)
+                and (not topic_id or self._topic_ids.get(tp) == topic_id)
+            ):
+                return log  # the usual case in a LeaderAndIsr: nothing to check or record
+            # An open log's name was checked when it was created or loaded.
+            name = log_dir_name(topic, partition) if log is None else f"{topic}-{partition}"
             self._raise_if_offline(tp)
             if config is not None:
                 self.update_topic_config(topic, config)
-            log = self._logs.get(tp)
             known_id = self._topic_ids.get(tp)
             if topic_id and known_id and known_id != topic_id:
                 raise InconsistentTopicIdError(f"{name} holds topic id {known_id}, not {topic_id}")
@@ -267,32 +276,29 @@ class LogManager:
         with self._lock:
             extra_dirs = [self.data_dir] if self._new_dirs else []
             self._new_dirs = False
-            owed = [(tp, self._logs.get(tp)) for tp in dict.fromkeys(tps)]
-            for tp, log in owed:
-                topic_id = self._unsynced_topic_ids.get(tp)
-                if topic_id is not None and log is not None:
+            logs, unsynced_ids = self._logs, self._unsynced_topic_ids
+            owed = [(tp, log) for tp in dict.fromkeys(tps) if (log := logs.get(tp)) is not None]
+            for tp, log in owed if unsynced_ids else ():
+                topic_id = unsynced_ids.get(tp)
+                if topic_id is not None:
                     path = log.directory / PARTITION_METADATA
                     files.append(PendingFile(path, checkpoint.topic_id_bytes(topic_id), tp))
-        staged = [(tp, log, log.stage_epoch_checkpoint()) for tp, log in owed if log is not None]
-        staged = [(tp, log, version) for tp, log, version in staged if version is not None]
+        staged = [(tp, log) for tp, log in owed if log.epoch_record_owed() is not None]
         try:
             failures = self._writer.write_batch(files, extra_dirs)
         except OSError as exc:  # the data directory itself: every new log is suspect
             failures = {f.key: exc for f in files}
-            failures.update({tp: exc for tp, log in owed if log is not None})
-        if staged:
+            failures.update({tp: exc for tp, _log in owed})
+        if staged:  # their records were staged when deferred: one sync writes them all
             try:
                 self._journal.sync()
             except OSError as exc:
-                failures.update({tp: exc for tp, _log, _version in staged})
-            else:
-                for _tp, log, version in staged:
-                    log.epoch_checkpoint_synced(version)
+                failures.update({tp: exc for tp, _log in staged})
         reasons: dict[TopicPartition, str] = {}
         with self._lock:
-            for tp, _log in owed:
-                if tp not in failures:
-                    self._unsynced_topic_ids.pop(tp, None)
+            for f in files:  # the topic ids now on disk
+                if f.key not in failures:
+                    self._unsynced_topic_ids.pop(f.key, None)  # type: ignore[call-overload]
             for tp, exc in failures.items():
                 reason = f"cannot write the metadata of {tp[0]}-{tp[1]}: {exc}"
                 reasons[tp] = reason  # type: ignore[index]
@@ -392,8 +398,8 @@ class LogManager:
         return [log for log in self.all_logs().values() if not log.is_offline]
 
     def _raise_if_offline(self, tp: TopicPartition) -> None:
-        reason = self.offline.get(tp)
-        if reason is None and tp in self._logs and self._logs[tp].is_offline:
+        reason = self.offline.get(tp) if self.offline else None
+        if reason is None and (log := self._logs.get(tp)) is not None and log.is_offline:
             reason = f"log {tp[0]}-{tp[1]} is offline"
         if reason is not None:
             raise KafkaStorageError(reason)

@@ -3,7 +3,7 @@ returns the very same list, and rescans catch what no state change reports."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from services.broker_agent.fetch_specs import FetchSpecBuilder, FetchStates
 from services.broker_agent.fetch_state import PartitionFetchState, Phase
@@ -90,7 +90,7 @@ def test_only_changed_partitions_are_derived_again():
 
 def test_a_delayed_partition_returns_when_its_backoff_ends():
     states, builder, logs = started()
-    states[A] = replace(states[A], delayed_until_ms=500)
+    states[A] = states[A]._replace(delayed_until_ms=500)
     assert [s.tp for s in builder.build(states, 100, logs)] == [B, C]
     assert [s.tp for s in builder.build(states, 499, logs)] == [B, C]
     assert sorted(s.tp for s in builder.build(states, 500, logs)) == [A, B, C]
@@ -143,7 +143,7 @@ def test_a_partition_changed_while_delayed_is_derived_again():
     builder.carry(A, states[A], delayed)
     states[A] = delayed
     builder.build(states, 100, logs)
-    states[A] = replace(delayed, fetch_offset=12)  # e.g. truncated meanwhile
+    states[A] = delayed._replace(fetch_offset=12)  # e.g. truncated meanwhile
     after = builder.build(states, 500, logs)
     assert (sorted(after, key=lambda s: s.tp), logs.lookups) == (
         [spec(A, 12), spec(B, 20), spec(C, 30)],

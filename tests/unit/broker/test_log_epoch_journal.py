@@ -151,20 +151,20 @@ def test_compaction_is_due_only_when_large_and_mostly_stale(tmp_path, monkeypatc
 # --------------------------------------------------------- the journaled cache
 
 
-def test_a_deferred_assignment_is_owed_until_staged_and_synced(tmp_path):
+def test_a_deferred_assignment_is_owed_until_the_journal_is_synced(tmp_path):
     journal = EpochJournal(tmp_path)
     cache = LeaderEpochFileCache(tmp_path, EpochStore(journal, ("t", 0), []))
     cache.assign(1, 0)  # direct: durable at once
     assert on_disk(tmp_path) == {("t", 0): [(1, 0)]}
-    assert cache.stage() is None
+    assert cache.owed() is None
     assert cache.assign(2, 5, defer=True)
     assert cache.unsynced
     assert on_disk(tmp_path) == {("t", 0): [(1, 0)]}
-    version = cache.stage()
-    assert version is not None
+    number = cache.owed()
+    assert number is not None and not journal.is_synced(number)
     journal.sync()
-    cache.synced(version)
-    assert not cache.unsynced
+    assert journal.is_synced(number)
+    assert not cache.unsynced and cache.owed() is None
     assert on_disk(tmp_path) == {("t", 0): [(1, 0), (2, 5)]}
     assert not (tmp_path / LEADER_EPOCH_CHECKPOINT).exists()
     journal.close()
