@@ -142,21 +142,26 @@ def stop_replica(req: BrokerRequests) -> control_pb2.StopReplicaRequest | None:
     )
 
 
+def _update_metadata_fields(s: UpdateMetadataPartitionState) -> dict:
+    """An UpdateMetadataPartitionState's fields, for a request's entry or a lone message."""
+    return {
+        "topic": s.tp.topic,
+        "topic_id": s.topic_id,
+        "partition": s.tp.partition,
+        "controller_epoch": s.controller_epoch,
+        "leader": s.leader,
+        "leader_epoch": s.leader_epoch,
+        "isr": s.isr,
+        "partition_epoch": s.partition_epoch,
+        "replicas": s.replicas,
+        "offline_replicas": s.offline_replicas,
+    }
+
+
 def _add_update_metadata_state(
     pb: control_pb2.UpdateMetadataRequest, s: UpdateMetadataPartitionState
 ) -> None:
-    pb.partition_states.add(
-        topic=s.tp.topic,
-        topic_id=s.topic_id,
-        partition=s.tp.partition,
-        controller_epoch=s.controller_epoch,
-        leader=s.leader,
-        leader_epoch=s.leader_epoch,
-        isr=s.isr,
-        partition_epoch=s.partition_epoch,
-        replicas=s.replicas,
-        offline_replicas=s.offline_replicas,
-    )
+    pb.partition_states.add(**_update_metadata_fields(s))
 
 
 def _update_metadata_header(
@@ -191,16 +196,7 @@ def update_metadata_state_bytes(s: UpdateMetadataPartitionState) -> bytes:
     """One partition state's own encoding (``UpdateMetadataPartitionState``): what the
     metadata digest hashes (``leasehold.metadata_digest``)."""
     return control_pb2.UpdateMetadataPartitionState(
-        topic=s.tp.topic,
-        topic_id=s.topic_id,
-        partition=s.tp.partition,
-        controller_epoch=s.controller_epoch,
-        leader=s.leader,
-        leader_epoch=s.leader_epoch,
-        isr=s.isr,
-        partition_epoch=s.partition_epoch,
-        replicas=s.replicas,
-        offline_replicas=s.offline_replicas,
+        **_update_metadata_fields(s)
     ).SerializeToString()
 
 
