@@ -213,9 +213,11 @@ class BrokerAgent:
         self.heap.maintain()
 
     async def _retention(self) -> None:
-        deleted = await asyncio.to_thread(self.log_manager.run_retention)
+        deleted = await self.replicas.run_retention()
         if deleted:
-            log.info("retention deleted %d segment(s)", deleted)
+            log.info(
+                "retention deleted %d segment(s) of %d log(s)", sum(deleted.values()), len(deleted)
+            )
 
     async def _isr_check(self) -> None:
         leaders = self.replicas.leader_partitions()

@@ -172,7 +172,7 @@ class FetchHandler:
     async def _serve_session(
         self, params: FetchParams, session: FetchSession, named: list[CachedPartition], full: bool
     ) -> list[FetchResult]:
-        """Read the named, dirty, unsettled and refresh-due partitions; if nothing is worth
+        """Read the named, dirty, unsettled and retry-due partitions; if nothing is worth
         answering, wait for a partition of the session to change (or ``max_wait_ms``)."""
         wait_ms = min(max(params.max_wait_ms, 0), MAX_WAIT_MS)
         deadline = time.monotonic() + wait_ms / 1000.0
@@ -182,10 +182,8 @@ class FetchHandler:
             to_read.update(dict.fromkeys(session.take_dirty()))
             to_read.update(dict.fromkeys(session.unsettled))
             if session.is_follower:
-                for cached in session.due_for_refresh(now, self.sessions.config.refresh_ms):
-                    if cached not in to_read and not self._refresh_idle(params, cached):
-                        to_read[cached] = None
-                    session.note_read(cached, now)
+                due = session.due_for_retry(now, self.sessions.config.retry_ms)
+                to_read.update(dict.fromkeys(due))
         read: dict[CachedPartition, FetchResult] = {}
         budget = [params.max_bytes if params.max_bytes > 0 else 50 * 1024 * 1024]
         self._session_round(params, session, to_read, read, budget, now)
@@ -212,33 +210,6 @@ class FetchHandler:
                     partition.note_high_watermark_sent(params.replica_id, r.high_watermark)
         return answer
 
-    def _refresh_idle(self, params: FetchParams, cached: CachedPartition) -> bool:
-        """Re-record an idle partition as fetched at the same offset (the cheap refresh).
-
-        Its signal has not fired since it was last read and found settled, so the log end,
-        watermark and leadership are as they were: only the follower's caught-up time needs
-        the fetch. Anything else (a log start moved by retention, a follower outside the ISR
-        that may now join it) gets a full read: False.
-        """
-        spec: FetchSpec = cached.request  # type: ignore[assignment]
-        partition = self._replicas.partition(spec.tp)
-        if (
-            cached.armed is None
-            or partition is None
-            or partition.log is None
-            or not partition.is_leader
-            or params.replica_id not in partition.isr
-            or partition.log.log_start_offset != cached.sent_log_start_offset
-        ):
-            return False
-        try:
-            partition.record_follower_fetch(
-                params.replica_id, spec.fetch_offset, spec.log_start_offset, params.broker_epoch
-            )
-        except PartitionError:
-            return False
-        return True
-
     def _session_round(
         self,
         params: FetchParams,
@@ -257,6 +228,8 @@ class FetchHandler:
             partition = self._replicas.partition(spec.tp)
             if partition is not None:
                 session.arm(cached, partition.signal)  # before reading: a later change wakes us
+                if params.is_follower:
+                    partition.note_session_fetch(params.replica_id, cached)
             earlier = read.get(cached)
             if earlier is not None:
                 budget[0] += len(earlier.records)
@@ -265,7 +238,6 @@ class FetchHandler:
             )
             budget[0] = max(0, budget[0] - len(result.records))
             read[cached] = result
-            session.note_read(cached, now)
             end = result.log_end_offset if params.is_follower else result.high_watermark
             if (
                 result.error != Code.NONE
@@ -274,8 +246,11 @@ class FetchHandler:
                 or spec.fetch_offset < end
             ):
                 session.unsettled.add(cached)
+                session.note_read(cached, now, retry=False)
             else:
                 session.unsettled.discard(cached)
+                outside_isr = partition is not None and params.replica_id not in partition.isr
+                session.note_read(cached, now, retry=params.is_follower and outside_isr)
 
     def _session_satisfied(
         self, params: FetchParams, read: dict[CachedPartition, FetchResult]

@@ -16,10 +16,14 @@ The leader must still learn everything a full fetch would tell it:
   without the leader touching idle partitions at all;
 - a partition read with data still to send, or an error, stays *unsettled* and is read every
   round until the follower's request shows it settled (as a full fetch would re-read it);
-- an idle partition is re-recorded as fetched (same offset) at least every ``refresh_ms``,
-  which keeps the follower's caught-up time fresh for the ISR shrink check and retries ISR
-  expansion. This is the one approximation: Kafka refreshes it every round, so a follower that
-  stops keeping up after an idle spell may leave the ISR up to ``refresh_ms`` earlier.
+- a settled partition costs nothing per round: the follower's session requests count as fetches
+  of it at its cached offset, as in Kafka, but the leader only notes the session on the
+  partition (``SessionFetch``). When an append moves the leader's end past a follower still
+  at the old end, the partition credits that follower with being caught up as of the
+  session's last request: what Kafka, which records every session partition on every request,
+  would have recorded. A follower
+  outside the ISR is the exception: its settled partitions are re-read every ``retry_ms`` so
+  a failed ISR expansion is retried (Kafka retries on every fetch).
 
 Session ids are random, epochs count requests (a request must carry the expected one). The cache
 is bounded: sessions idle past ``idle_timeout_ms`` are dropped first; when full, a follower's new
@@ -52,19 +56,18 @@ def next_epoch(epoch: int) -> int:
 
 @dataclass(frozen=True)
 class FetchSessionConfig:
-    """Kafka's max.incremental.fetch.session.cache.slots and min...eviction.ms, plus our
-    idle refresh interval (see the module docstring)."""
+    """Kafka's max.incremental.fetch.session.cache.slots and min...eviction.ms, plus how often
+    a settled partition of a follower outside the ISR is re-read (see the module docstring)."""
 
     max_sessions: int = 1000
     idle_timeout_ms: int = 120_000
-    refresh_ms: int = 3_000
+    retry_ms: int = 3_000
 
     @classmethod
     def for_lag(cls, replica_lag_time_max_ms: int) -> FetchSessionConfig:
-        """Refresh idle partitions ten times per replica.lag.time.max.ms (at most every 3 s,
-        at least every 100 ms), so the caught-up time the shrink check reads is never more
-        than a tenth of the allowed lag old."""
-        return cls(refresh_ms=max(100, min(3_000, replica_lag_time_max_ms // 10)))
+        """Retry expansion ten times per replica.lag.time.max.ms (at most every 3 s, at least
+        every 100 ms)."""
+        return cls(retry_ms=max(100, min(3_000, replica_lag_time_max_ms // 10)))
 
 
 class PartitionAnswer(Protocol):
@@ -89,11 +92,20 @@ class CachedPartition:
 
     tp: TopicPartition
     request: object
+    session: FetchSession | None = None
     callback: Callable[[asyncio.Future[None]], None] = lambda _future: None
     armed: asyncio.Future[None] | None = None
     sent_high_watermark: int = -1
     sent_log_start_offset: int = -1
     forgotten: bool = False
+
+    def last_fetch_ms(self) -> int | None:
+        """When the follower last fetched this partition at its cached offset: the session's
+        last request (each request of a session counts as a fetch of all its partitions), or
+        None once the partition left the session. A closed session keeps its last time."""
+        if self.forgotten or self.session is None:
+            return None
+        return self.session.last_used_ms
 
     def has_news(self, answer: PartitionAnswer) -> bool:
         """Kafka's incremental rule: data, an error, a divergence or moved watermarks."""
@@ -117,8 +129,9 @@ class FetchSession:
     partitions: dict[TopicPartition, CachedPartition] = field(default_factory=dict)
     dirty: set[CachedPartition] = field(default_factory=set)
     unsettled: set[CachedPartition] = field(default_factory=set)
-    # Partitions by last read, oldest first: the head is what the idle refresh reads next.
-    read_order: OrderedDict[CachedPartition, int] = field(default_factory=OrderedDict)
+    # Settled partitions whose follower is outside the ISR, by last read, oldest first: the
+    # head is what the expansion retry reads next.
+    retry_order: OrderedDict[CachedPartition, int] = field(default_factory=OrderedDict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
 
@@ -130,7 +143,7 @@ class FetchSession:
         """Add or update a partition from a request."""
         cached = self.partitions.get(tp)
         if cached is None:
-            cached = CachedPartition(tp, request)
+            cached = CachedPartition(tp, request, self)
             cached.callback = self._callback_for(cached)
             self.partitions[tp] = cached
         else:
@@ -145,7 +158,7 @@ class FetchSession:
         self._disarm(cached)
         self.dirty.discard(cached)
         self.unsettled.discard(cached)
-        self.read_order.pop(cached, None)
+        self.retry_order.pop(cached, None)
 
     def _callback_for(self, cached: CachedPartition) -> Callable[[asyncio.Future[None]], None]:
         def changed(future: asyncio.Future[None]) -> None:
@@ -172,20 +185,22 @@ class FetchSession:
             cached.armed.remove_done_callback(cached.callback)
             cached.armed = None
 
-    def note_read(self, cached: CachedPartition, now_ms: int) -> None:
-        self.read_order.pop(cached, None)
-        self.read_order[cached] = now_ms
+    def note_read(self, cached: CachedPartition, now_ms: int, *, retry: bool) -> None:
+        """``cached`` was read at ``now_ms``; ``retry`` keeps it due again after the interval."""
+        self.retry_order.pop(cached, None)
+        if retry:
+            self.retry_order[cached] = now_ms
 
     def take_dirty(self) -> set[CachedPartition]:
         dirty, self.dirty = self.dirty, set()
         self.wake.clear()
         return dirty
 
-    def due_for_refresh(self, now_ms: int, refresh_ms: int) -> list[CachedPartition]:
-        """Partitions not read for ``refresh_ms`` (oldest first); O(what is due)."""
+    def due_for_retry(self, now_ms: int, retry_ms: int) -> list[CachedPartition]:
+        """Partitions not read for ``retry_ms`` (oldest first); O(what is due)."""
         due = []
-        for cached, read_ms in self.read_order.items():
-            if now_ms - read_ms < refresh_ms:
+        for cached, read_ms in self.retry_order.items():
+            if now_ms - read_ms < retry_ms:
                 break
             due.append(cached)
         return due

@@ -24,7 +24,9 @@ from services.broker_agent.log import Log, LogAppendInfo, LogConfig, LogManager,
 from services.broker_agent.model import NO_LEADER, Code, LeaderAndIsrPartition, TopicPartition
 from services.broker_agent.replica_state import (
     FollowerState,
+    SessionFetch,
     after_fetch,
+    caught_up_in_session,
     expansion_candidates,
     new_high_watermark,
     out_of_sync_replicas,
@@ -85,6 +87,8 @@ class Partition:
         self.recovering = False  # elected uncleanly and not yet marked recovered (KIP-704)
         self.leader_epoch_start_offset = -1
         self.followers: dict[int, FollowerState] = {}
+        # Each follower's fetch session holding this partition (fetch_session's idle rule).
+        self.session_fetches: dict[int, SessionFetch] = {}
         self.log: Log | None = None
         self.awaiting_sync = False  # a role change's files are not durable yet: no appends
         self.signal = ChangeSignal()
@@ -174,6 +178,7 @@ class Partition:
         self._ensure_log(state, config, defer_sync)
         self._apply_state(state)
         self.followers = {}
+        self.session_fetches = {}
         self.leader_epoch_start_offset = -1
         self.signal.notify()
 
@@ -186,6 +191,7 @@ class Partition:
         """StopReplica without delete: keep the log, forget the role, wake waiting requests."""
         self.leader_id = NO_LEADER
         self.followers = {}
+        self.session_fetches = {}
         self.pending = None
         self.signal.notify()
 
@@ -219,6 +225,12 @@ class Partition:
                 Code.NOT_ENOUGH_REPLICAS,
                 f"{self.tp}: ISR {list(self.isr)} is smaller than min.insync.replicas "
                 f"{min_insync_replicas}",
+            )
+        if self.session_fetches:
+            # Followers idle at the end so far were caught up until their sessions' last
+            # requests; record it before the end moves past them.
+            self.followers.update(
+                caught_up_in_session(self.followers, self.session_fetches, log_.log_end_offset)
             )
         info = log_.append_as_leader(records, self.leader_epoch)
         self.maybe_increment_high_watermark()
@@ -265,6 +277,10 @@ class Partition:
         )
         if self.maybe_increment_high_watermark():
             self.signal.notify()
+
+    def note_session_fetch(self, replica_id: int, fetch: SessionFetch) -> None:
+        """The follower fetches this partition in a session (it may omit it while idle)."""
+        self.session_fetches[replica_id] = fetch
 
     def note_high_watermark_sent(self, replica_id: int, high_watermark: int) -> None:
         state = self.followers.get(replica_id)

@@ -249,6 +249,18 @@ class ReplicaManager:
         for topic in names:
             self.log_manager.update_topic_config(topic, self.settings(topic).log_config)
 
+    async def run_retention(self, now_ms: int | None = None) -> dict[TopicPartition, int]:
+        """Retention on every log (off the loop); segments deleted per log that lost any.
+
+        Those logs' starts moved, which their fetch sessions only learn from a change signal.
+        """
+        deleted = await asyncio.to_thread(self.log_manager.run_retention, now_ms)
+        for tp in deleted:
+            partition = self.partitions.get(tp)
+            if partition is not None:
+                partition.signal.notify()
+        return deleted
+
     def checkpoint(self) -> None:
         self.log_manager.checkpoint_high_watermarks()
         self.log_manager.checkpoint_log_start_offsets()

@@ -11,7 +11,7 @@ leave it (not caught up for ``replica.lag.time.max.ms``). These are Kafka's ``Re
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 UNKNOWN_OFFSET = -1
 
@@ -67,6 +67,44 @@ def after_fetch(
         broker_epoch=broker_epoch,
         last_sent_hw=state.last_sent_hw,
     )
+
+
+class SessionFetch(Protocol):
+    """A follower's incremental fetch session as one partition sees it (fetch_session)."""
+
+    def last_fetch_ms(self) -> int | None:
+        """The session's last request (a fetch of this partition at its cached offset), or
+        None once the partition left the session."""
+        ...
+
+
+def caught_up_in_session(
+    followers: Mapping[int, FollowerState],
+    sessions: Mapping[int, SessionFetch],
+    leader_leo: int,
+) -> dict[int, FollowerState]:
+    """Follower states to replace just before the leader's end moves on from ``leader_leo``.
+
+    A follower in a fetch session omits a partition while its offset does not change, yet
+    each of its requests is a fetch of that partition (Kafka records every session partition
+    on every request). So a follower whose recorded end is ``leader_leo`` was caught up at its
+    session's last request; once the end moves, that time is what ages towards the shrink.
+    Recording it here, rather than on every request, keeps idle partitions free of work.
+    """
+    changed = {}
+    for broker_id, session in sessions.items():
+        state = followers.get(broker_id)
+        if state is None or state.log_end_offset < leader_leo:
+            continue
+        seen = session.last_fetch_ms()
+        if seen is None or seen <= state.last_caught_up_ms:
+            continue
+        changed[broker_id] = state._replace(
+            last_caught_up_ms=seen,
+            last_fetch_leader_leo=leader_leo,
+            last_fetch_ms=max(seen, state.last_fetch_ms),
+        )
+    return changed
 
 
 def reset_for_leadership(

@@ -353,19 +353,23 @@ class LogManager:
         for log in self._online_logs():
             log.flush()
 
-    def run_retention(self, now_ms: int | None = None) -> int:
-        """Apply retention to every log; returns the number of segments deleted.
+    def run_retention(self, now_ms: int | None = None) -> dict[TopicPartition, int]:
+        """Apply retention to every log; returns the segments deleted per log that lost any
+        (their log start moved: leaders tell their followers).
 
         A log whose disk fails is marked offline and skipped; the others still run.
         """
-        deleted = 0
+        deleted = {}
         for tp, log in self.all_logs().items():
             if log.is_offline:
                 continue
             try:
-                deleted += log.delete_old_segments(now_ms)
+                count = log.delete_old_segments(now_ms)
             except KafkaStorageError as exc:
                 self.offline[tp] = str(exc)
+                continue
+            if count:
+                deleted[tp] = count
         return deleted
 
     def close(self) -> None:

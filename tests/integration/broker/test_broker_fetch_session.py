@@ -2,8 +2,8 @@
 the real BrokerServicer, and a real follower (ReplicaFetcher + LeaderEndpoint) over gRPC.
 
 The leader must learn exactly what full fetches would tell it (follower offsets, the high
-watermark, caught-up times within the refresh interval), answer only partitions with news, wake
-a waiting fetch as soon as records arrive, and never touch the files of an idle partition.
+watermark, caught-up times), answer only partitions with news, wake a waiting fetch as soon as
+records arrive, and never touch the files (nor the follower state) of an idle partition.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ T = "s"
 TPS = [TopicPartition(T, p) for p in range(3)]
 A, B, C = TPS
 FOLLOWER = 2
-REFRESH_MS = 100
+RETRY_MS = 100
 
 
 class Clock:
@@ -66,14 +66,16 @@ async def replica_manager(broker_id: int, data_dir, clock, leader: int) -> Repli
 async def leader(tmp_path):
     clock = Clock()
     replicas = await replica_manager(1, tmp_path / "leader", clock, leader=1)
-    sessions = FetchSessionCache(FetchSessionConfig(refresh_ms=REFRESH_MS))
+    sessions = FetchSessionCache(FetchSessionConfig(retry_ms=RETRY_MS))
     fetch = FetchHandler(replicas, None, sessions, clock)
     servicer = BrokerServicer(replicas, ProduceHandler(replicas), fetch, MetadataCache(), "c")
     yield servicer, replicas, clock
     replicas.log_manager.close()
 
 
-def request(parts=(), *, session_id=0, epoch=None, forgotten=(), wait=0, replica_id=FOLLOWER):
+def request(
+    parts=(), *, session_id=0, epoch=None, forgotten=(), wait=0, replica_id=FOLLOWER, leader_epoch=1
+):
     """A Fetch naming ``parts`` as (tp, fetch offset); ``epoch`` None means sessionless."""
     fields = dict(
         replica_id=replica_id,
@@ -89,7 +91,7 @@ def request(parts=(), *, session_id=0, epoch=None, forgotten=(), wait=0, replica
                 partitions=[
                     broker_pb2.FetchPartition(
                         partition=tp.partition,
-                        current_leader_epoch=1,
+                        current_leader_epoch=leader_epoch,
                         fetch_offset=offset,
                         last_fetched_epoch=-1,
                         partition_max_bytes=1 << 20,
@@ -249,9 +251,11 @@ async def test_a_waiting_fetch_wakes_when_records_arrive(leader):
     assert time.monotonic() - started < 2.0
 
 
-async def test_idle_partitions_are_refreshed_for_the_isr_check(leader):
-    """Omitted partitions count as fetched again (same offset) once ``refresh_ms`` passed, so
-    the follower's caught-up time stays fresh without it naming them."""
+async def test_idle_partitions_count_as_fetched_at_each_session_request(leader):
+    """Omitted partitions are fetched by every request of the session (as in Kafka) but cost
+    nothing until their leader's end moves: then the follower is credited with being caught
+    up at its session's last request, so the shrink clock starts there, not at its last read.
+    """
     servicer, replicas, clock = leader
     sid = (await servicer.Fetch(request([(tp, 0) for tp in TPS], epoch=0), None)).session_id
 
@@ -259,13 +263,43 @@ async def test_idle_partitions_are_refreshed_for_the_isr_check(leader):
         return [replicas.partition(tp).followers[FOLLOWER].last_caught_up_ms for tp in TPS]
 
     assert caught_up() == [1_000] * 3
-    clock.now = 1_000 + REFRESH_MS - 1
+    clock.now = 1_099
     await servicer.Fetch(request([(A, 0)], session_id=sid, epoch=1), None)
-    assert caught_up() == [1_099, 1_000, 1_000]  # only the named one
-    clock.now = 1_000 + REFRESH_MS
+    clock.now = 5_000
     await servicer.Fetch(request(session_id=sid, epoch=2), None)
-    assert caught_up() == [1_099, 1_100, 1_100]  # the other two fell due
-    assert [follower_leo(replicas, tp) for tp in TPS] == [0, 0, 0]
+    assert caught_up() == [1_099, 1_000, 1_000]  # only the named one was read
+    clock.now = 6_000
+    append(replicas, B, b"x")  # the follower (at 0) was caught up at the request at 5,000
+    assert caught_up() == [1_099, 5_000, 1_000]
+    lag = 30_000  # the fixture's replica.lag.time.max.ms
+    clock.now = 5_000 + lag
+    assert replicas.partition(B).propose_shrink() is None
+    clock.now = 5_000 + lag + 1
+    assert replicas.partition(B).propose_shrink().new_isr == (1,)
+
+
+async def test_a_follower_outside_the_isr_is_read_again_to_retry_joining(leader):
+    """A settled partition whose follower is not in the ISR is re-read every ``retry_ms``
+    (an expansion that failed is proposed again); ISR members' idle partitions are not."""
+    servicer, replicas, clock = leader
+    outside = LeaderAndIsrPartition(T, C.partition, 1, 2, (1,), (1, 2))
+    result = await replicas.become_leader_or_follower(LeaderAndIsr(100, 1, 7, (outside,)))
+    assert result.error == Code.NONE
+    opening = request([(tp, 0) for tp in TPS], epoch=0, leader_epoch=-1)
+    sid = (await servicer.Fetch(opening, None)).session_id
+
+    def last_fetch() -> list[int]:
+        return [replicas.partition(tp).followers[FOLLOWER].last_fetch_ms for tp in TPS]
+
+    assert last_fetch() == [1_000] * 3
+    clock.now = 1_000 + RETRY_MS - 1
+    await servicer.Fetch(request(session_id=sid, epoch=1), None)
+    clock.now = 1_000 + RETRY_MS
+    await servicer.Fetch(request(session_id=sid, epoch=2), None)
+    assert last_fetch() == [1_000, 1_000, 1_100]
+    clock.now = 1_000 + 2 * RETRY_MS
+    await servicer.Fetch(request(session_id=sid, epoch=3), None)
+    assert last_fetch() == [1_000, 1_000, 1_200]
 
 
 async def test_a_follower_replicates_through_a_session_and_recovers_when_it_is_lost(
@@ -310,15 +344,19 @@ async def test_a_follower_replicates_through_a_session_and_recovers_when_it_is_l
         follower.log_manager.close()
 
 
-async def test_a_log_start_moved_by_retention_reaches_the_follower_at_refresh(leader):
-    """Retention moves the log start without a change signal; the idle refresh notices."""
-    servicer, replicas, clock = leader
-    append(replicas, A, b"a", b"b")
+async def test_a_log_start_moved_by_retention_reaches_the_follower(leader):
+    """Retention runs off the loop and moves log starts without touching partitions; the
+    replica manager then signals the logs it shortened, so their sessions answer them."""
+    servicer, replicas, _clock = leader
+    for value in (b"a", b"b"):
+        append(replicas, A, value)
+        replicas.partition(A).log.roll()
     sid = (await servicer.Fetch(request([(A, 2), (B, 0)], epoch=0), None)).session_id
     assert replicas.partition(A).log.high_watermark == 2
-    replicas.partition(A).log.maybe_increment_log_start_offset(1)
-    quiet = await servicer.Fetch(request(session_id=sid, epoch=1), None)
-    clock.now += REFRESH_MS
-    refreshed = await servicer.Fetch(request(session_id=sid, epoch=2), None)
-    starts = {p.partition: p.log_start_offset for t in refreshed.topics for p in t.partitions}
-    assert (answered(quiet), starts) == ({}, {0: 1})
+    replicas.log_manager.update_topic_config(T, {"retention.ms": "0"})
+    deleted = await replicas.run_retention(now_ms=10**15)
+    assert (deleted, replicas.partition(A).log.log_start_offset) == ({(T, 0): 2}, 2)
+    await asyncio.sleep(0)  # the change callback runs on the loop
+    told = await servicer.Fetch(request(session_id=sid, epoch=1), None)
+    starts = {p.partition: p.log_start_offset for t in told.topics for p in t.partitions}
+    assert starts == {0: 2}

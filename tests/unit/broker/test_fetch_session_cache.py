@@ -95,10 +95,10 @@ def test_incremental_request_forgets_partitions():
     session = cache.lookup(FOLLOWER, 0, INITIAL_EPOCH, [], 0).session
     cached = {tp: session.put(tp, f"spec-{tp.partition}") for tp in (A, B, C)}
     session.unsettled.add(cached[B])
-    session.note_read(cached[B], 0)
+    session.note_read(cached[B], 0, retry=True)
     cache.lookup(FOLLOWER, session.id, 1, [B, TopicPartition("gone", 0)], 0)
     assert list(session.partitions) == [A, C]
-    assert (session.unsettled, list(session.read_order)) == (set(), [])
+    assert (session.unsettled, list(session.retry_order)) == (set(), [])
     assert [cached[tp].forgotten for tp in (A, B, C)] == [False, True, False]
 
 
@@ -141,16 +141,30 @@ def test_a_full_cache_privileges_followers(holders, newcomer, evicted, opened):
     assert len(cache) == 2
 
 
-def test_refresh_picks_partitions_read_longest_ago():
+def test_retry_picks_partitions_read_longest_ago():
     session = FetchSession(1, FOLLOWER, 1, 0)
     for tp, read_ms in ((A, 100), (C, 200), (B, 300)):  # reads happen in time order
-        session.note_read(session.put(tp, "spec"), read_ms)
-    session.note_read(session.partitions[A], 400)  # read again: goes to the back
+        session.note_read(session.put(tp, "spec"), read_ms, retry=True)
+    session.note_read(session.partitions[A], 400, retry=True)  # read again: goes to the back
 
     def due(now_ms: int) -> list[TopicPartition]:
-        return [cached.tp for cached in session.due_for_refresh(now_ms, 1_000)]
+        return [cached.tp for cached in session.due_for_retry(now_ms, 1_000)]
 
     assert (due(1_100), due(1_250), due(1_300), due(1_400)) == ([], [C], [C, B], [C, B, A])
+    session.note_read(session.partitions[C], 1_400, retry=False)  # no longer needs a retry
+    assert due(2_000) == [B, A]
+
+
+def test_a_partition_is_fetched_at_each_request_of_its_session_until_forgotten():
+    cache = seeded_cache()
+    session = cache.lookup(FOLLOWER, 0, INITIAL_EPOCH, [], 100).session
+    cached = {tp: session.put(tp, "spec") for tp in (A, B)}
+    assert [cached[tp].last_fetch_ms() for tp in (A, B)] == [100, 100]
+    cache.lookup(FOLLOWER, session.id, 1, [B], 250)  # names neither; forgets B
+    assert [cached[tp].last_fetch_ms() for tp in (A, B)] == [250, None]
+    cache.remove(session.id)  # closed: the last request stays the last fetch
+    cache.lookup(OTHER_FOLLOWER, 0, INITIAL_EPOCH, [], 900)
+    assert (session.closed, cached[A].last_fetch_ms()) == (True, 250)
 
 
 async def test_a_change_signal_marks_the_partition_dirty_once_armed():
@@ -183,10 +197,10 @@ async def test_a_closed_session_ignores_changes_and_wakes_its_waiter():
 
 
 @pytest.mark.parametrize(
-    ("lag_ms", "refresh_ms"), [(30_000, 3_000), (100_000, 3_000), (10_000, 1_000), (500, 100)]
+    ("lag_ms", "retry_ms"), [(30_000, 3_000), (100_000, 3_000), (10_000, 1_000), (500, 100)]
 )
-def test_refresh_interval_follows_the_allowed_lag(lag_ms, refresh_ms):
-    assert FetchSessionConfig.for_lag(lag_ms).refresh_ms == refresh_ms
+def test_retry_interval_follows_the_allowed_lag(lag_ms, retry_ms):
+    assert FetchSessionConfig.for_lag(lag_ms).retry_ms == retry_ms
 
 
 @pytest.mark.parametrize(

@@ -153,12 +153,12 @@ def test_per_topic_config_and_retention_across_logs(tmp_path: Path) -> None:
     assert hot.segment_base_offsets == [0, 1, 2, 3]
     assert cold.segment_base_offsets == [0]
 
-    assert logs.run_retention(now_ms=T0 + 130) == 2  # T0 and T0+20 are > 100 ms old
+    assert logs.run_retention(now_ms=T0 + 130) == {("hot", 0): 2}  # T0, T0+20 are > 100 ms old
     assert (hot.log_start_offset, cold.log_start_offset) == (2, 0)
 
     logs.update_topic_config("hot", {"retention.ms": "-1", "segment.ms": "10"})
     assert hot.config == LogConfig(retention_ms=-1, segment_ms=10)
-    assert logs.run_retention(now_ms=T0 + 10**9) == 0
+    assert logs.run_retention(now_ms=T0 + 10**9) == {}
     with pytest.raises(ValueError):
         logs.update_topic_config("hot", {"retention.ms": "soon"})
     assert hot.config.retention_ms == -1
@@ -230,7 +230,7 @@ def test_an_io_error_takes_only_that_log_offline(tmp_path: Path) -> None:
     with pytest.raises(KafkaStorageError):
         logs.get("t", 0)
     healthy.append_as_leader([Record(b"ok")], 0)
-    assert logs.run_retention(now_ms=T0) == 0
+    assert logs.run_retention(now_ms=T0) == {}
     logs.close()  # skips the offline log, still writes checkpoints
     assert read_partition_offsets(tmp_path / HIGH_WATERMARK_CHECKPOINT) == {
         ("t", 0): 0,

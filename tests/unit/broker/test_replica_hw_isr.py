@@ -8,6 +8,7 @@ from services.broker_agent.replica_state import (
     FollowerState,
     after_fetch,
     can_join_isr,
+    caught_up_in_session,
     expansion_candidates,
     is_caught_up,
     new_high_watermark,
@@ -53,6 +54,39 @@ def test_caught_up_time_after_fetch(prior, fetch_offset, leader_leo, fetch_ms, e
         fetch_ms,
         42,
     )
+
+
+class Session:
+    def __init__(self, last_ms: int | None) -> None:
+        self.last_ms = last_ms
+
+    def last_fetch_ms(self) -> int | None:
+        return self.last_ms
+
+
+@pytest.mark.parametrize(
+    ("state", "session_ms", "expected"),
+    [
+        # Idle at the end since a fetch at 100; its session's last request was at 400.
+        (FollowerState(2, 10, 0, 100, 10, 100), 400, FollowerState(2, 10, 0, 400, 10, 400)),
+        # Behind the end, or ahead of the session's time already: nothing to credit.
+        (FollowerState(2, 9, 0, 100, 10, 100), 400, None),
+        (FollowerState(2, 10, 0, 500, 10, 500), 400, None),
+        # The partition left the session: its requests say nothing about it.
+        (FollowerState(2, 10, 0, 100, 10, 100), None, None),
+    ],
+)
+def test_caught_up_in_session(state, session_ms, expected):
+    got = caught_up_in_session({2: state}, {2: Session(session_ms)}, leader_leo=10)
+    assert got == ({} if expected is None else {2: expected})
+
+
+def test_caught_up_in_session_only_for_followers_with_state_and_session():
+    followers = {2: FollowerState(2, 10, 0, 100, 10, 100), 3: FollowerState(3, 10, 0, 100)}
+    sessions = {2: Session(300), 4: Session(300)}
+    assert caught_up_in_session(followers, sessions, leader_leo=10) == {
+        2: FollowerState(2, 10, 0, 300, 10, 300)
+    }
 
 
 @pytest.mark.parametrize(
