@@ -94,7 +94,12 @@ def _throttled(entries: Mapping[str, str], key: str, broker_id: int) -> Throttle
 
 
 class ConfigStore:
-    """The configs as last loaded from etcd; ``settings(topic)`` resolves one topic."""
+    """The configs as last loaded from etcd; ``settings(topic)`` resolves one topic.
+
+    Resolved settings are kept per topic until a config they depend on changes: the broker
+    asks for them per partition (fetch throttling, produce, the metrics pass over every hosted
+    partition each second), and resolving parses every property again.
+    """
 
     def __init__(
         self, keyspace: Keyspace, broker_id: int, static_min_isr: int, static_max_bytes: int
@@ -105,20 +110,26 @@ class ConfigStore:
         self._static_max_bytes = static_max_bytes
         self._topics: dict[str, dict[str, str]] = {}
         self._brokers: dict[str, dict[str, str]] = {}
+        self._resolved: dict[str, TopicSettings] = {}
         self.listeners: list[Callable[[set[str] | None], None]] = []
 
     def settings(self, topic: str) -> TopicSettings:
+        found = self._resolved.get(topic)
+        if found is not None:
+            return found
         layers = [
             self._brokers.get(str(self._broker_id), {}),
             self._brokers.get("<default>", {}),
         ]
-        return resolve(
+        found = resolve(
             self._topics.get(topic, {}),
             layers,
             broker_id=self._broker_id,
             static_min_isr=self._static_min_isr,
             static_max_message_bytes=self._static_max_bytes,
         )
+        self._resolved[topic] = found
+        return found
 
     def apply(self, key: bytes, value: bytes | None) -> str | None:
         """Apply one key's new value (None = deleted); returns the topic it changed, or ''
@@ -127,8 +138,10 @@ class ConfigStore:
         brokers_prefix = self._keyspace.broker_configs_prefix
         if key.startswith(topics_prefix):
             name, table = key[len(topics_prefix) :].decode(), self._topics
+            self._resolved.pop(name, None)
         elif key.startswith(brokers_prefix):
             name, table = key[len(brokers_prefix) :].decode(), self._brokers
+            self._resolved.clear()  # broker layers underlie every topic
         else:
             return None
         if value is None:
@@ -150,6 +163,7 @@ class ConfigStore:
         async def on_load(kvs: list[KV], _revision: int) -> None:
             self._topics.clear()
             self._brokers.clear()
+            self._resolved.clear()
             for kv in kvs:
                 self.apply(kv.key, kv.value)
             self._notify(None)

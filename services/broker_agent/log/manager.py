@@ -104,6 +104,8 @@ class LogManager:
         self._writer = BatchWriter(self._pool, use_syncfs)
         # Journal entries of logs that failed to open: kept through compactions.
         self._offline_epochs: dict[TopicPartition, list[tuple[int, int]]] = {}
+        # What each offsets checkpoint file holds (written by this process), by file name.
+        self._written: dict[str, dict[TopicPartition, int]] = {}
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._journal = EpochJournal(self.data_dir)
         self._load()
@@ -409,7 +411,12 @@ class LogManager:
             raise KafkaStorageError(reason)
 
     def _write_offsets(self, name: str, value: Callable[[Log], int]) -> None:
+        """Rewrite an offsets checkpoint, unless it already holds exactly these offsets (an
+        idle broker with 100,000 logs would otherwise format and sync them every interval)."""
         with self._lock:
             offsets = {tp: value(log) for tp, log in self._logs.items()}
+        if self._written.get(name) == offsets:
+            return
         with storage_errors(f"cannot write {name}"):
             checkpoint.write_partition_offsets(self.data_dir / name, offsets)
+        self._written[name] = offsets

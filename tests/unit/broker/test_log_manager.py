@@ -13,6 +13,7 @@ from services.broker_agent.log import (
     LogConfig,
     LogManager,
     Record,
+    checkpoint,
     decode_records,
 )
 from services.broker_agent.log.checkpoint import read_partition_offsets
@@ -59,6 +60,29 @@ def test_two_thousand_logs_stay_within_the_handle_limit(tmp_path: Path) -> None:
     assert open_fds() - baseline <= 32 + 4
     assert reopened.get("t7", 13).log_end_offset == 1
     reopened.close()
+
+
+def test_an_unchanged_offsets_checkpoint_is_not_rewritten(tmp_path: Path, monkeypatch) -> None:
+    written: list[str] = []
+    real_write = checkpoint.write_partition_offsets
+
+    def counting_write(path: Path, offsets) -> None:
+        written.append(path.name)
+        real_write(path, offsets)
+
+    monkeypatch.setattr(checkpoint, "write_partition_offsets", counting_write)
+    logs = manager(tmp_path)
+    log = logs.get_or_create("t", 0)
+    log.append_as_leader([Record(b"x")] * 3, 1)
+    logs.checkpoint_high_watermarks()
+    logs.checkpoint_high_watermarks()  # nothing moved
+    assert written == [HIGH_WATERMARK_CHECKPOINT]
+    log.high_watermark = 2
+    logs.checkpoint_high_watermarks()
+    logs.checkpoint_log_start_offsets()  # another file: its own record of what it holds
+    assert written == [HIGH_WATERMARK_CHECKPOINT] * 2 + [LOG_START_OFFSET_CHECKPOINT]
+    assert read_partition_offsets(tmp_path / HIGH_WATERMARK_CHECKPOINT) == {("t", 0): 2}
+    logs.close()
 
 
 def test_high_watermark_and_log_start_checkpoints_survive_reopen(tmp_path: Path) -> None:
