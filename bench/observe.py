@@ -204,9 +204,9 @@ async def wait_steady(
     than ``broker_tolerance`` from the window before, and every broker answered an empty
     Metadata call within ``answer_within`` seconds.
 
-    The other processes (brokers) must also stay under ``busy_limit`` of a core: idle follower
-    fetching costs them a little CPU even with no traffic (idle partitions are re-recorded as
-    fetched every few seconds), but a broker still creating the replicas of earlier
+    The other processes (brokers) must also stay under ``busy_limit`` of a core: an idle broker
+    costs a little CPU even with no traffic (follower fetch rounds, gauges and checkpoints
+    walking its partitions), but a broker still creating the replicas of earlier
     LeaderAndIsr requests uses most of a core, and a figure measured then would time that
     backlog, not the scenario. Its Metadata answers alone do not show it: they come from
     UpdateMetadata, which the controller sends before the broker has applied its LeaderAndIsr.

@@ -175,8 +175,8 @@ class Sizing:
 
     Large clusters settle when controllers are idle, every broker answers Metadata within 3 s
     and every broker is under ``busy_limit`` of a core (a broker still creating replicas uses
-    most of one; an idle one re-records its idle partitions as fetched every few seconds, a
-    few percent at 10,000 and more at 100,000). Broker shares swing by tens of points between
+    most of one; an idle one still walks its partitions for gauges and checkpoints, a few
+    percent at 10,000 and more at 100,000). Broker shares swing by tens of points between
     windows on a shared 2-core machine, so they are not required to be steady there.
     """
 

@@ -301,12 +301,20 @@ def test_run_suite_records_results_failures_and_timeouts(tmp_path):
         await asyncio.Event().wait()
         return []
 
+    async def waits_too_long_inside(ctx: RunContext) -> list[Result]:
+        raise TimeoutError("cluster not steady after 900s")
+
     ok = run_suite("demo", suite_of(good), RunContext(quick=True), limit=5)
     assert (ok.status, ok.results, ok.error, ok.quick) == ("ok", (one,), "", True)
     failed = run_suite("demo", suite_of(broken), RunContext(), limit=5)
     assert (failed.status, failed.error.splitlines()[0]) == ("failed", "RuntimeError: boom")
     late = run_suite("demo", suite_of(hangs), RunContext(), limit=0.01)
     assert (late.status, late.error) == ("failed", "did not finish within 0.01s")
+    inner = run_suite("demo", suite_of(waits_too_long_inside), RunContext(), limit=5)
+    assert (inner.status, inner.error.splitlines()[0]) == (
+        "failed",
+        "TimeoutError: cluster not steady after 900s",
+    )
 
     path = write_json(ok, tmp_path)
     data = json.loads(path.read_text())
