@@ -9,14 +9,16 @@ outcomes (stale epochs, not leader, out of range...) are in-band error codes, as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+import contextlib
+import gc
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from leasehold import metadata_digest
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
-from leasehold.heap import HeapFreezer
+from leasehold.heap import BULK_PARTITIONS, HeapFreezer
 from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
 from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
@@ -45,6 +47,29 @@ async def _decode(size: int, decode: Callable[[], T]) -> T:
     if size > DECODE_OFF_LOOP_ABOVE:
         return await asyncio.to_thread(decode)
     return decode()
+
+
+@contextlib.contextmanager
+def _collector_paused(heap: HeapFreezer, partitions: int) -> Iterator[None]:
+    """No automatic cyclic collection while a bulk control request is decoded and applied.
+
+    A 10,000-partition LeaderAndIsr allocates a few hundred thousand containers, most of which
+    live on (partition states, fetch states): each time the allocations cross the collector's
+    thresholds it walks them again, 35-50 ms per request in ``bench.broker_micro``, on the
+    loop the controller's next request waits for. The request's garbage is freed by reference
+    counting anyway, and ``HeapFreezer.settle`` right after collects what is young once and
+    freezes the rest. Only when the freezer runs (the agent's main enables it), for requests it
+    settles after, and never re-enabling a collector someone else disabled: a request that
+    overlaps another's pause leaves it to that one.
+    """
+    if not heap.enabled or partitions < BULK_PARTITIONS or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 async def _result_fields(result: ControlResult) -> dict[str, Any]:
@@ -275,8 +300,9 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        domain = await _decode(len(request.partition_states), decode)
-        result = await self._replicas.become_leader_or_follower(domain)
+        with _collector_paused(self._heap, len(request.partition_states)):
+            domain = await _decode(len(request.partition_states), decode)
+            result = await self._replicas.become_leader_or_follower(domain)
         self._heap.settle_after(len(domain.partitions))
         fields = await _result_fields(result)
         return control_pb2.LeaderAndIsrResponse(**fields)
@@ -289,8 +315,9 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        domain = await _decode(len(request.partition_states), decode)
-        result = await self._replicas.stop_replicas(domain)
+        with _collector_paused(self._heap, len(request.partition_states)):
+            domain = await _decode(len(request.partition_states), decode)
+            result = await self._replicas.stop_replicas(domain)
         self._heap.settle_after(len(domain.partitions))
         fields = await _result_fields(result)
         return control_pb2.StopReplicaResponse(**fields)
@@ -304,8 +331,9 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_digest_only(domain)
             return domain
 
-        domain = await _decode(len(request.partition_states), decode)
-        result = await self._replicas.update_metadata(domain)
+        with _collector_paused(self._heap, len(request.partition_states)):
+            domain = await _decode(len(request.partition_states), decode)
+            result = await self._replicas.update_metadata(domain)
         self._heap.settle_after(len(domain.partitions))
         return control_pb2.UpdateMetadataResponse(
             error_code=int(result.error), error_message=result.message

@@ -35,6 +35,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from services.controller import wire
 from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
+from services.controller.sent_states import SentStates
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class _Broker:
     finished: int = 0
     progress: asyncio.Event = field(default_factory=asyncio.Event)
     sending_in_full: wire.DigestFirst | None = None  # its full request is being sent
+    sent: SentStates = field(default_factory=SentStates)  # queued this event (``sent_states``)
 
     def serialize(self, request: Request) -> bytes:
         """gRPC's request serialiser for this broker: notes that the current batch is issued
@@ -168,10 +170,12 @@ class ControllerChannelManager:
         """Queue one built request batch: per broker LeaderAndIsr, UpdateMetadata, StopReplica.
 
         The batch gives every broker the same UpdateMetadata partition states (one tuple), so
-        they are encoded once and follow each broker's own header.
+        they are encoded once and follow each broker's own header. Partition states equal to
+        those already queued to the same broker in this controller event are left out
+        (``sent_states``), and a request left with none is not sent.
         """
         s = self.settings
-        bodies: dict[int, bytes] = {}
+        bodies: dict[object, bytes] = {}
         # Each LeaderAndIsr partition state is encoded once, however many brokers get it.
         states: dict[int, bytes] = {}
 
@@ -182,9 +186,13 @@ class ControllerChannelManager:
             return data
 
         for broker_id, req in requests.items():
+            batch_um = req.update_metadata  # alive (and so its id unique) for the whole call
+            broker = self._brokers.get(broker_id)
+            if broker is not None:
+                req = broker.sent.unsent_requests(req)
             um = None
             if req.update_metadata is not None:
-                key = id(req.update_metadata)
+                key = _body_key(req.update_metadata, batch_um)
                 if key not in bodies:
                     bodies[key] = wire.update_metadata_body(req.update_metadata)
                 um = wire.encoded_update_metadata(
@@ -200,7 +208,18 @@ class ControllerChannelManager:
             )
 
     def send(self, broker_id: int, kind: str, request: Request | None) -> bool:
+        """Queue one request outside a batch. The broker's memory of this event's states is
+        dropped: what such a request changes on the broker is not tracked."""
+        broker = self._brokers.get(broker_id)
+        if broker is not None:
+            broker.sent.clear()
         return self._queue(broker_id, ((kind, request),))
+
+    def forget_sent(self) -> None:
+        """The controller event is over: forget the states queued in it (``sent_states``)."""
+        for broker in self._brokers.values():
+            if broker.sent:
+                broker.sent.clear()
 
     def _queue(self, broker_id: int, requests: tuple[tuple[str, Request | None], ...]) -> bool:
         present = tuple((k, r) for k, r in requests if r is not None)
@@ -345,6 +364,16 @@ class ControllerChannelManager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await b.task
             await b.channel.close()
+
+
+def _body_key(states: tuple, batch_states: tuple | None) -> object:
+    """Brokers sent the batch's whole UpdateMetadata tuple share its encoding, keyed by the
+    tuple's identity (the batch outlives ``send_batch``); a tuple trimmed for one broker
+    (``SentStates.unsent_requests``) is keyed by the identities of the batch's states it kept
+    (also alive), so brokers with equal trims share theirs."""
+    if states is batch_states:
+        return id(states)
+    return tuple(map(id, states))
 
 
 def _digest_mismatch(response: Message) -> bool:

@@ -16,7 +16,10 @@ requests form one batch, sent per broker when the event is done (or earlier wher
 an order, as failover does for UpdateMetadata, or where a state machine's batch must not wait
 for the next step, as on a broker failure). The state-change log is flushed after every event,
 once gRPC has the event's last requests (``send_now``): encoding tens of thousands of records is
-not on the brokers' path.
+not on the brokers' path, and it lets the broker senders run between slices, so the answers to
+the event's first requests are taken and what waits behind them is sent meanwhile. A partition
+state already queued to a broker earlier in the same event is not queued to it again
+(``sent_states``: the replica step of a broker failure repeats the elections' states).
 
 A ``FencedError`` anywhere means another controller has taken over: we resign at once.
 
@@ -147,7 +150,11 @@ class Controller:
                 await self.deactivate(f"etcd error: {e}")
                 self.on_deposed()
             finally:
-                self.statelog.flush()  # the event's records reach the file in one write
+                if self.channels is not None:  # states sent twice in one event are sent once
+                    self.channels.forget_sent()
+                # The event's records reach the file in one write; broker senders run between
+                # slices of the encoding (``StateChangeLog.flush_async``).
+                await self.statelog.flush_async()
         # A long event built long-lived state (a load, a failover, thousands of partitions
         # moved): freeze it, so later collections do not walk it again (``leasehold.heap``).
         if time.monotonic() - started >= BULK_EVENT_S:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ctlharness import eventually
 
 from leasehold.metadata.v1 import metadata_pb2
@@ -121,3 +123,39 @@ async def test_offline_partition_waits_for_isr_unless_unclean_allowed(cluster):
     await b1.register(cluster.etcd, cluster.ks)
     c = (await cluster.wait_states("c", 1, lambda s: s.leader_and_isr.leader == 1))[0]
     assert c.leader_and_isr.isr == (1,) and not c.leader_and_isr.recovering
+
+
+async def test_broker_failure_tells_each_survivor_each_new_state_once(cluster):
+    """The replica step finds the re-elected partitions' ISR already without the dead broker
+    and would queue their unchanged states again; brokers ignore an equal leader epoch, so each
+    survivor is sent each state once (``sent_states``), and the shrunk ISRs (new epochs) once."""
+    await _setup(cluster)
+    await cluster.create_topic("o", {0: [1, 2, 3], 1: [1, 3, 2], 2: [2, 1, 3], 3: [3, 1, 2]})
+    await cluster.wait_states("o", 4, lambda s: len(s.leader_and_isr.isr) == 3)
+    await asyncio.sleep(0.5)  # the creation's requests are answered
+    mark = len(cluster.calls)
+    await cluster.brokers[1].deregister()
+    after = await cluster.wait_states("o", 4, lambda s: 1 not in s.leader_and_isr.isr)
+    want = {
+        p: (s.leader_and_isr.leader, s.leader_and_isr.leader_epoch, s.leader_and_isr.isr)
+        for p, s in after.items()
+    }
+    assert {p: w[0] for p, w in want.items()} == {0: 2, 1: 3, 2: 2, 3: 3}
+
+    def sent(broker: int, kind: str) -> list[tuple[int, int, int, tuple[int, ...]]]:
+        return sorted(
+            (s.partition, s.leader, s.leader_epoch, tuple(s.isr))
+            for c in cluster.calls[mark:]
+            if c.broker_id == broker and c.kind == kind
+            for s in c.request.partition_states
+            if s.topic == "o"
+        )
+
+    expected = sorted((p, *w) for p, w in want.items())
+    await eventually(
+        lambda: all(sent(b, "UpdateMetadata") == expected for b in (2, 3)), 10, "every state"
+    )
+    await asyncio.sleep(0.5)  # anything queued behind them has arrived too
+    for b in (2, 3):
+        assert sent(b, "LeaderAndIsr") == expected
+        assert sent(b, "UpdateMetadata") == expected

@@ -23,6 +23,7 @@ from bench.controller_micro import RecordingChannels, failover, standby
 from leasehold.broker.v1 import control_pb2
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
+from services.controller import statelog as statelog_module
 from services.controller.channels import (
     _RESPONSES,
     LEADER_AND_ISR,
@@ -93,14 +94,23 @@ async def test_elections_reach_grpc_before_the_replica_step_and_records_after() 
         log.close()
 
     # Per surviving broker: the election batch, then the replica step's batch, LeaderAndIsr
-    # before UpdateMetadata in each (StopReplica went to the dead broker: dropped).
+    # before UpdateMetadata (StopReplica went to the dead broker: dropped). The replica step
+    # found every ISR already without broker 1: the states it would send again are those the
+    # election sent in this event, so it sends no LeaderAndIsr and an UpdateMetadata with the
+    # live brokers only (``sent_states``).
     for b in (2, 3):
         assert [(k, s) for x, k, _, s, _ in seen if x == b] == [
             (LEADER_AND_ISR, ReplicaState.ONLINE),
             (UPDATE_METADATA, ReplicaState.ONLINE),
-            (LEADER_AND_ISR, ReplicaState.OFFLINE),
             (UPDATE_METADATA, ReplicaState.OFFLINE),
         ]
+        last = control_pb2.UpdateMetadataRequest.FromString(
+            [d for x, _, d, _, _ in seen if x == b][-1]
+        )
+        assert (len(last.partition_states), sorted(i.broker_id for i in last.live_brokers)) == (
+            0,
+            [2, 3],
+        )
     # The election batch was handed over before any of the event's records were written.
     assert {n for _, _, _, s, n in seen if s is ReplicaState.ONLINE} == {lines_before}
 
@@ -160,6 +170,65 @@ async def test_records_are_written_once_idle_senders_have_the_requests() -> None
         "expired",
         4,
     )
+
+
+class _AnsweredAfterReplicaStep(_Watching):
+    """As ``_Watching``, but a LeaderAndIsr is answered only once broker 1's replica of
+    partition 0 is Offline: the answers arrive after the replica step, as they do from
+    brokers applying 10,000 partitions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step_done = lambda: True
+
+    def _method(self, broker: _Broker, kind: str):
+        inner = super()._method(broker, kind)
+
+        def call(request, timeout=None):
+            async def invoke():
+                answer = await inner(request, timeout=timeout)
+                while kind == LEADER_AND_ISR and not self.step_done():
+                    await asyncio.sleep(0)
+                return answer
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+
+async def test_update_metadata_leaves_while_the_event_s_records_are_encoded(monkeypatch) -> None:
+    """The election batch's UpdateMetadata waits for the LeaderAndIsr answer; when that comes
+    after the replica step, the sender gets to send it while the event's state-change records
+    are still being encoded (``StateChangeLog.flush_async``), not after the log is written."""
+    monkeypatch.setattr(statelog_module, "FLUSH_SLICE", 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "sc.log"
+        log = StateChangeLog(str(path), controller_id=1)
+        c = await standby(PARTITIONS, 1, log)
+        c._channel_factory = _AnsweredAfterReplicaStep
+        await failover(c)
+        channels = c.channels
+        assert isinstance(channels, _AnsweredAfterReplicaStep)
+        await asyncio.sleep(0.05)
+        lines_before = len(path.read_text().splitlines())
+        offline = PartitionReplica(TPS[0], 1)
+        channels.step_done = lambda: c.ctx.replica_state(offline) is ReplicaState.OFFLINE
+        channels.probe = lambda: (
+            c.ctx.replica_state(offline),
+            len(path.read_text().splitlines()),
+        )
+        channels.seen.clear()
+
+        await c.handle(ev.BrokerChange(deregistered=(1,)))
+        seen = channels.seen
+        lines_after = len(path.read_text().splitlines())
+        await c.deactivate("done")
+        log.close()
+
+    assert lines_after > lines_before
+    for b in (2, 3):
+        mine = [(k, n) for x, k, _, _, n in seen if x == b]
+        assert mine[:2] == [(LEADER_AND_ISR, lines_before), (UPDATE_METADATA, lines_before)]
 
 
 @pytest.mark.parametrize(
