@@ -164,6 +164,9 @@ class Partition:
                     before.get(r), r, in_isr=r in isr, now_ms=now, new_leader=new_leader
                 )
         self.followers = followers
+        if self.session_fetches:  # a replica reassigned away leaves its session behind
+            kept = self.session_fetches
+            self.session_fetches = {r: f for r, f in kept.items() if r in followers}
         self.maybe_increment_high_watermark()
         self.signal.notify()
 

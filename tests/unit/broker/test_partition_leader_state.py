@@ -72,3 +72,33 @@ def test_the_high_watermark_moves_up_to_the_slowest_isr_member(
     partition.followers[2] = FollowerState(2, follower_end, last_caught_up_ms=NOW)
     assert partition.maybe_increment_high_watermark() is moved
     assert partition.log.high_watermark == expected_hw
+
+
+class Session:
+    def __init__(self, last_ms: int) -> None:
+        self.last_ms = last_ms
+
+    def last_fetch_ms(self) -> int | None:
+        return self.last_ms
+
+
+def test_an_append_credits_followers_idle_at_the_end_with_their_sessions_last_request(partition):
+    partition.make_leader(leader_state(1, (1, 2, 3)))
+    partition.followers[2] = FollowerState(2, 0, 0, 100, 0, 100)  # idle at the end (0)
+    partition.followers[3] = FollowerState(3, -1, 0, 100)  # has not fetched: not at the end
+    partition.note_session_fetch(2, Session(4_000))
+    partition.note_session_fetch(3, Session(4_000))
+    partition.append_as_leader(
+        [Record(b"a")], current_leader_epoch=1, required_acks=1, min_insync_replicas=1
+    )
+    assert [partition.followers[r].last_caught_up_ms for r in (2, 3)] == [4_000, 100]
+
+
+def test_sessions_of_replicas_moved_away_or_of_a_former_leader_are_dropped(partition):
+    partition.make_leader(leader_state(1, (1, 2, 3)))
+    for replica in (2, 3):
+        partition.note_session_fetch(replica, Session(4_000))
+    partition.make_leader(leader_state(2, (1, 2), replicas=(1, 2)))
+    assert list(partition.session_fetches) == [2]
+    partition.make_follower(LeaderAndIsrPartition("t", 0, 2, 3, (1, 2), (1, 2)))
+    assert partition.session_fetches == {}
