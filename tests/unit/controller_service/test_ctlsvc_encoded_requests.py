@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
+from ctlsvc_instant_channels import InstantChannels
+from google.protobuf.message import Message
+
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from services.controller import wire
@@ -13,7 +16,6 @@ from services.controller.channels import (
     LEADER_AND_ISR,
     UPDATE_METADATA,
     ChannelSettings,
-    ControllerChannelManager,
     _Broker,
 )
 from services.controller.core import (
@@ -96,12 +98,11 @@ def test_encoded_leader_and_isr_is_the_message() -> None:
     assert wire.encoded_leader_and_isr(_requests(B1), encode) is None
 
 
-class _Recording(ControllerChannelManager):
-    """Real queues and senders; gRPC replaced by calls that serialise in a task of their own
-    (as grpc aio does) and then wait for ``release`` before answering."""
+class _Recording(InstantChannels):
+    """Every request recorded as it went on the wire; answered once ``release`` is set."""
 
     def __init__(self) -> None:
-        super().__init__(ChannelSettings("ctl", 9190), self._answered)
+        super().__init__(self._answered)
         self.release = asyncio.Event()
         self.wire: list[tuple[int, str, bytes]] = []
         self.answers: list[tuple[int, str]] = []
@@ -109,26 +110,10 @@ class _Recording(ControllerChannelManager):
     def _answered(self, broker_id, kind, request, response) -> None:
         self.answers.append((broker_id, kind))
 
-    def add_broker(self, info: BrokerInfo) -> None:
-        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
-        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
-        broker.task = asyncio.create_task(self._sender(broker))
-        self._brokers[info.id] = broker
-
-    def _method(self, broker: _Broker, kind: str):
-        def call(request, timeout=None):
-            async def invoke():
-                self.wire.append((broker.info.id, kind, broker.serialize(request)))
-                await self.release.wait()
-                return _RESPONSES[kind]()
-
-            return asyncio.get_running_loop().create_task(invoke())
-
-        return call
-
-    async def close(self) -> None:
-        for b in self._brokers.values():
-            b.task.cancel()
+    async def answer(self, broker_id: int, kind: str, data: bytes) -> Message:
+        self.wire.append((broker_id, kind, data))
+        await self.release.wait()
+        return await super().answer(broker_id, kind, data)
 
 
 async def test_send_batch_encodes_once_and_wait_issued_follows_grpc() -> None:
@@ -197,21 +182,14 @@ class _Refusing(_Recording):
     def _answered(self, broker_id, kind, request, response) -> None:
         self.answered.append((broker_id, kind, request))
 
-    def _method(self, broker: _Broker, kind: str):
-        def call(request, timeout=None):
-            async def invoke():
-                data = broker.serialize(request)
-                self.wire.append((broker.info.id, kind, data))
-                if kind == UPDATE_METADATA and broker.info.id in self.refuse:
-                    if control_pb2.UpdateMetadataRequest.FromString(data).metadata_digest:
-                        return control_pb2.UpdateMetadataResponse(
-                            error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
-                        )
-                return _RESPONSES[kind]()
-
-            return asyncio.get_running_loop().create_task(invoke())
-
-        return call
+    async def answer(self, broker_id: int, kind: str, data: bytes) -> Message:
+        self.wire.append((broker_id, kind, data))
+        if kind == UPDATE_METADATA and broker_id in self.refuse:
+            if control_pb2.UpdateMetadataRequest.FromString(data).metadata_digest:
+                return control_pb2.UpdateMetadataResponse(
+                    error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
+                )
+        return _RESPONSES[kind]()
 
 
 async def test_digest_first_is_sent_in_full_only_where_refused() -> None:

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import json
 
+from ctlsvc_instant_channels import InstantChannels
 from google.protobuf.message import Message
 
 from leasehold.broker.v1 import control_pb2
@@ -25,11 +26,7 @@ from services.broker_agent.model import LEADER_DURING_DELETE, MetadataPartition,
 from services.controller import codec
 from services.controller import events as ev
 from services.controller.channels import (
-    _RESPONSES,
     UPDATE_METADATA,
-    ChannelSettings,
-    ControllerChannelManager,
-    _Broker,
 )
 from services.controller.config import ControllerConfig
 from services.controller.controller import Controller
@@ -70,38 +67,20 @@ class _Store:
         return {}
 
 
-class _Channels(ControllerChannelManager):
+class _Channels(InstantChannels):
     """Brokers that answer UpdateMetadata as the agent does: a digest-only request is taken
     when it is the digest of their cache (``caches``, per broker id), refused otherwise."""
 
     def __init__(self, timeline: list, caches: dict[int, MetadataCache]) -> None:
-        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
+        super().__init__()
         self.timeline = timeline
         self.caches = caches
 
-    def add_broker(self, info: BrokerInfo) -> None:
-        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
-        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
-        broker.task = asyncio.create_task(self._sender(broker))
-        self._brokers[info.id] = broker
-
-    def remove_broker(self, broker_id: int) -> None:
-        broker = self._brokers.pop(broker_id, None)
-        if broker is not None:
-            broker.task.cancel()
-
-    def _method(self, broker: _Broker, kind: str):
-        def call(request, timeout=None):
-            async def invoke():
-                data = broker.serialize(request)
-                self.timeline.append(("wire", broker.info.id, kind, data))
-                if kind == UPDATE_METADATA:
-                    return self._update_metadata(broker.info.id, data)
-                return _RESPONSES[kind]()
-
-            return asyncio.get_running_loop().create_task(invoke())
-
-        return call
+    async def answer(self, broker_id: int, kind: str, data: bytes) -> Message:
+        self.timeline.append(("wire", broker_id, kind, data))
+        if kind == UPDATE_METADATA:
+            return self._update_metadata(broker_id, data)
+        return await super().answer(broker_id, kind, data)
 
     def _update_metadata(self, broker_id: int, data: bytes) -> Message:
         request = convert.update_metadata_from_pb(
@@ -114,10 +93,6 @@ class _Channels(ControllerChannelManager):
             )
         cache.update(request)
         return control_pb2.UpdateMetadataResponse()
-
-    async def close(self) -> None:
-        for broker_id in list(self._brokers):
-            self.remove_broker(broker_id)
 
 
 def _events(leaders: dict[TopicPartition, list[int]], registered) -> list[ev.ControllerEvent]:

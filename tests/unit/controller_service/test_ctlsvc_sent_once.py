@@ -7,16 +7,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from ctlsvc_instant_channels import InstantChannels
+from google.protobuf.message import Message
 
 from leasehold.broker.v1 import control_pb2
 from services.controller.channels import (
-    _RESPONSES,
     LEADER_AND_ISR,
     STOP_REPLICA,
     UPDATE_METADATA,
-    ChannelSettings,
-    ControllerChannelManager,
-    _Broker,
 )
 from services.controller.core import (
     BrokerInfo,
@@ -102,34 +100,16 @@ def test_update_metadata_states_and_stop_replica_and_clear() -> None:
     assert sent.unsent_leader_and_isr((lai(A1),)) == (lai(A1),)
 
 
-class _Recording(ControllerChannelManager):
-    """Real queues and senders; gRPC replaced by calls that serialise and answer at once."""
+class _Recording(InstantChannels):
+    """Every request recorded as it went on the wire, and answered at once."""
 
     def __init__(self) -> None:
-        super().__init__(ChannelSettings("ctl", 9190), lambda *_: None)
+        super().__init__()
         self.wire: list[tuple[int, str, bytes]] = []
 
-    def add_broker(self, info: BrokerInfo) -> None:
-        self.remove_broker(info.id)
-        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
-        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
-        broker.task = asyncio.create_task(self._sender(broker))
-        self._brokers[info.id] = broker
-
-    def remove_broker(self, broker_id: int) -> None:
-        broker = self._brokers.pop(broker_id, None)
-        if broker is not None:
-            broker.task.cancel()
-
-    def _method(self, broker: _Broker, kind: str):
-        def call(request, timeout=None):
-            async def invoke():
-                self.wire.append((broker.info.id, kind, broker.serialize(request)))
-                return _RESPONSES[kind]()
-
-            return asyncio.get_running_loop().create_task(invoke())
-
-        return call
+    async def answer(self, broker_id: int, kind: str, data: bytes) -> Message:
+        self.wire.append((broker_id, kind, data))
+        return await super().answer(broker_id, kind, data)
 
     async def drained(self) -> list[tuple[int, str, tuple]]:
         """Everything sent since the last call: (broker, kind, partitions named)."""
