@@ -86,17 +86,12 @@ class _BatchDecoder:
                 pb = codec.decode_epoch(kv.value)
                 self.epoch = ControllerEpochChange(pb.epoch, pb.controller_id, kv.mod_revision)
         elif key.startswith(ks.topics_prefix):
-            parsed = ks.parse_topic_key(key)
-            if parsed is None:
+            parsed = ks.parse_topic_key(key)  # state keys were taken above: an assignment
+            if parsed is None or parsed[1] is not None:
                 return
-            topic, partition = parsed
-            if partition is None:
-                value = None if deleted else codec.decode_topic(kv.value)
-                self.topics[topic] = TopicUpdate(topic, value, kv.mod_revision)
-            else:
-                tp = TopicPartition(topic, partition)
-                state = None if deleted else codec.decode_partition_state(kv.value, kv.mod_revision)
-                self.states[tp] = PartitionStateUpdate(tp, state, kv.mod_revision)
+            topic = parsed[0]
+            value = None if deleted else codec.decode_topic(kv.value)
+            self.topics[topic] = TopicUpdate(topic, value, kv.mod_revision)
         elif key.startswith(ks.topic_configs_prefix):
             topic = key[len(ks.topic_configs_prefix) :].decode()
             self.topic_configs[topic] = None if deleted else codec.decode_config(kv.value)
