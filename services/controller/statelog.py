@@ -27,13 +27,12 @@ file is the record the pipeline reads.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Iterable
 from typing import TextIO
 
-from leasehold import statechange, telemetry
+from leasehold import channels, statechange, telemetry
 from leasehold.statechange import StateChangeRecord
 
 logger = logging.getLogger("state.change")
@@ -85,7 +84,7 @@ class StateChangeLog:
             for records, trace_id in pending:
                 for start in range(0, len(records), FLUSH_SLICE):
                     if since_yield >= FLUSH_SLICE:
-                        await asyncio.sleep(0)
+                        await channels.give_calls_a_turn()
                         since_yield = 0
                     piece = records[start : start + FLUSH_SLICE]
                     self._encode(piece, trace_id, lines)

@@ -3,6 +3,12 @@
 A registration whose create revision changed is a bounce (KIP-380: a new broker epoch): it is
 handled as a failure followed by a startup, so stale requests queued for the old incarnation are
 dropped with its channel.
+
+A failure re-elects the dead brokers' partitions in chunks (``ELECTION_CHUNK``), each committed
+and sent before the next is decided. The brokers' requests stay in Kafka's order per broker
+(LeaderAndIsr, then UpdateMetadata for the same partitions), every LeaderAndIsr still follows
+the commit of its partitions' states, and the brokers apply one chunk while the controller works
+on the next instead of waiting for the whole event.
 """
 
 from __future__ import annotations
@@ -11,11 +17,13 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from leasehold import channels
 from services.controller import statelog
 from services.controller.core import (
     BrokerInfo,
     ControllerContext,
     LeaderSelector,
+    PartitionReplica,
     PartitionState,
     ReplicaState,
     TopicPartition,
@@ -28,6 +36,12 @@ if TYPE_CHECKING:
     from services.controller.controller import Controller
 
 log = logging.getLogger(__name__)
+
+# Partitions a broker failure moves Offline and elects again per step. Each chunk is committed
+# and its LeaderAndIsr and UpdateMetadata handed to gRPC before the next chunk is decided, so
+# the surviving brokers apply the first leaders while the controller decides and commits the
+# rest (at 10,000 partitions the first requests left ~0.65 s after the expiry, all at once).
+ELECTION_CHUNK = 5_000
 
 
 class BrokerFlows:
@@ -119,7 +133,13 @@ class BrokerFlows:
     async def on_broker_failure(self, dead_ids: Sequence[int]) -> None:
         """Kafka's ``onBrokerFailure``, sending each state machine's batch as its step ends
         (``handleStateChanges``): the re-elected partitions' LeaderAndIsr and UpdateMetadata
-        leave before the replica step (StopReplica, ISR shrink) is even decided."""
+        leave before the replica step (StopReplica, ISR shrink) is even decided.
+
+        The partitions the dead brokers led move Offline and are elected again
+        ``ELECTION_CHUNK`` at a time, each chunk committed and sent before the next is decided
+        (module docstring); then whatever else is New or Offline is brought online, as Kafka's
+        ``triggerOnlinePartitionStateChange`` does.
+        """
         c = self.c
         ctx = c.ctx
         with collection_paused():
@@ -128,7 +148,13 @@ class BrokerFlows:
             for_deletion = [r for r in replicas if deleting(r.tp.topic)]
             others = [r for r in replicas if not deleting(r.tp.topic)]
             without_leader = _partitions_without_leader(ctx)
-            await move_partitions(c, without_leader, PartitionState.OFFLINE)
+            for start in range(0, len(without_leader), ELECTION_CHUNK):
+                chunk = without_leader[start : start + ELECTION_CHUNK]
+                await move_partitions(c, chunk, PartitionState.OFFLINE)
+                await move_partitions(
+                    c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE
+                )
+                await c.send_now()
             await move_partitions(
                 c,
                 partitions_to_trigger_online(ctx),
@@ -136,12 +162,34 @@ class BrokerFlows:
                 selector=LeaderSelector.OFFLINE,
             )
             await c.send_now()
-            # Dead replicas leave the ISR (the dead leader's partitions were re-elected above).
-            await move_replicas(c, others, ReplicaState.OFFLINE)
+            # Dead replicas leave the ISR (the dead leader's partitions were re-elected above),
+            # a chunk at a time: between chunks the brokers' answers are taken, so the
+            # election chunks still queued behind them leave meanwhile.
+            for i, chunk in enumerate(_by_partition_chunks(others, ELECTION_CHUNK)):
+                if i:
+                    await channels.give_calls_a_turn()
+                await move_replicas(c, chunk, ReplicaState.OFFLINE)
             if for_deletion:
                 await c.flows.deletion.fail_replica_deletion(for_deletion)
             if not without_leader:
                 c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)
+
+
+def _by_partition_chunks(
+    replicas: Sequence[PartitionReplica], size: int
+) -> list[Sequence[PartitionReplica]]:
+    """``replicas`` (sorted, so a partition's replicas are adjacent) cut into runs of at least
+    ``size``, never between two replicas of one partition: a partition losing several
+    replicas at once shrinks its ISR in one write."""
+    chunks: list[Sequence[PartitionReplica]] = []
+    start = 0
+    for i in range(1, len(replicas)):
+        if i - start >= size and replicas[i].tp != replicas[i - 1].tp:
+            chunks.append(replicas[start:i])
+            start = i
+    if start < len(replicas):
+        chunks.append(replicas[start:])
+    return chunks
 
 
 def _partitions_without_leader(ctx: ControllerContext) -> list[TopicPartition]:

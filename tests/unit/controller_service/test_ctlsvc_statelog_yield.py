@@ -55,6 +55,14 @@ async def test_flush_async_yields_between_slices_and_writes_what_flush_writes(
             log.write(_records(n, first))
         first += n
     ran: list[int] = []
+    turns: list[int] = []
+    give_turn = statelog.channels.give_calls_a_turn
+
+    async def counted_turn() -> None:
+        turns.append(len(ran))
+        await give_turn()
+
+    monkeypatch.setattr(statelog.channels, "give_calls_a_turn", counted_turn)
 
     async def other() -> None:  # a broker sender: runs whenever the flush lets go
         while True:
@@ -69,7 +77,11 @@ async def test_flush_async_yields_between_slices_and_writes_what_flush_writes(
     logs[1].flush()
     for log in logs:
         log.close()
-    assert len(ran) == yields
+    assert len(turns) == yields
+    # Other tasks ran during every turn the flush gave (and none before the first).
+    ends = [*turns[1:], len(ran)] if turns else []
+    assert all(end > start for start, end in zip(turns, ends, strict=True))
+    assert bool(ran) == bool(yields)
     assert all(size == 0 for size in ran)  # the file gets the event's records in one write
     text = paths[0].read_text()
     assert text == paths[1].read_text()
