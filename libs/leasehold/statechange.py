@@ -8,6 +8,7 @@ so this module is the single definition of the format.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +25,8 @@ BROKER_SHUTDOWN_REQUESTED = "controlled_shutdown"
 
 # Compact separators; keys are inserted in sorted order by ``to_json``, so no per-line sort.
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+# What ``json.dumps`` (ensure_ascii, the default) writes for a string, quotes included.
+_ESCAPE = json.encoder.encode_basestring_ascii
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,31 @@ class StateChangeRecord:
     def to_json(self, trace_id: str = "") -> str:
         """One JSON line, keys sorted; ``trace_id`` is used when the record has none.
 
-        Built from a hand-written dict rather than ``dataclasses.asdict`` (a recursive deep
-        copy, ~0.2 ms a record): a failover at 10,000 partitions writes tens of thousands.
+        Formatted directly, strings escaped by the ``json`` module's C escaper, which is what
+        ``json.dumps`` (compact separators, sorted keys) writes for these fields at under half
+        its cost: a broker failure at 10,000 partitions logs some 30,000 records in the seconds
+        the brokers are being told. A non-finite duration (``NaN``, ``Infinity``) goes
+        through the encoder itself.
         """
+        d = self.duration_ms
+        if isinstance(d, float) and not math.isfinite(d):
+            return self._encoded(trace_id)
+        esc = _ESCAPE
+        return (
+            f'{{"broker_id":{self.broker_id!r},"controller_epoch":{self.controller_epoch!r},'
+            f'"controller_id":{self.controller_id!r},"duration_ms":{d!r},'
+            f'"event":{esc(self.event)},"from_state":{esc(self.from_state)},'
+            f'"isr":[{",".join(map(repr, self.isr))}],"kind":{esc(self.kind)},'
+            f'"leader":{self.leader!r},"leader_epoch":{self.leader_epoch!r},'
+            f'"partition":{self.partition!r},"reason":{esc(self.reason)},'
+            f'"replica":{self.replica!r},"to_state":{esc(self.to_state)},'
+            f'"topic":{esc(self.topic)},"trace_id":{esc(self.trace_id or trace_id)},'
+            f'"ts_ms":{self.ts_ms!r}}}'
+        )
+
+    def _encoded(self, trace_id: str) -> str:
+        """``to_json`` through the JSON encoder (a hand-written dict in key order rather than
+        ``dataclasses.asdict``, a recursive deep copy)."""
         return _ENCODE(
             {
                 "broker_id": self.broker_id,
