@@ -9,6 +9,7 @@ so they compare with the state-change log's ``ts_ms``; all processes share this 
 - :func:`watch_until`: the first watch event (from a given revision, so nothing is missed
   between arming the watch and the action) for which a predicate holds.
 - :func:`poll_brokers`: for each broker, the first Metadata answer that satisfies a predicate.
+- :func:`poll_topics`: the same per topic, each broker asked only for topics not yet seen done.
 - :func:`wait_quiet`: processes idle (CPU time from ``/proc``), so a measurement does not start
   while brokers are still creating logs or a standby is still loading.
 - :func:`state_change_records`, :func:`active_controller`, :func:`broker_epoch`.
@@ -86,6 +87,60 @@ async def poll_brokers(
     ids = sorted(addresses)
     times = await asyncio.gather(*(one(addresses[b]) for b in ids))
     return dict(zip(ids, times, strict=True))
+
+
+async def poll_topics(
+    addresses: dict[int, str],
+    topics: Mapping[str, int],
+    ok: Callable[[broker_pb2.MetadataPartition], bool],
+    *,
+    interval: float = 0.002,
+    timeout: float = 60.0,
+) -> dict[int, float]:
+    """Per broker, the wall time of the Metadata answer that completed its last topic.
+
+    A topic is done on a broker once an answer lists exactly ``topics[name]`` partitions for it,
+    every one with no error and ``ok``; later calls to that broker name only the topics not yet
+    done. For a change that never reverts (a dead broker's partitions moving to live leaders)
+    this is the moment a single all-topics answer would first show everything done, give or
+    take a call, while the observer's load on the brokers (answers of 10,000 partitions every
+    ``interval``, each built and then parsed here) shrinks as they catch up.
+    """
+
+    async def one(address: str) -> float:
+        deadline = time.monotonic() + timeout
+        pending = dict(topics)
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"broker at {address}: topics {sorted(pending)} not done")
+                request = broker_pb2.MetadataRequest(topics=sorted(pending))
+                try:
+                    answer = await stub.Metadata(request, timeout=min(left, 10.0))
+                except grpc.aio.AioRpcError:
+                    answer = None
+                for t in answer.topics if answer is not None else ():
+                    if t.name in pending and _topic_done(t, pending[t.name], ok):
+                        del pending[t.name]
+                if not pending:
+                    return time.time()
+                await asyncio.sleep(interval)
+
+    ids = sorted(addresses)
+    times = await asyncio.gather(*(one(addresses[b]) for b in ids))
+    return dict(zip(ids, times, strict=True))
+
+
+def _topic_done(
+    topic: broker_pb2.MetadataTopic,
+    partitions: int,
+    ok: Callable[[broker_pb2.MetadataPartition], bool],
+) -> bool:
+    return len(topic.partitions) == partitions and all(
+        p.error_code == 0 and ok(p) for p in topic.partitions
+    )
 
 
 async def watch_states(
