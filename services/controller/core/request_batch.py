@@ -17,7 +17,13 @@ Rules kept from Kafka:
 * UpdateMetadata partition states are shared: every broker that gets UpdateMetadata in a batch
   gets all of them. A partition with no leader/ISR state yet is left out.
 * Brokers that are not registered when the batch is built are dropped, as the channel manager
-  drops requests to brokers it has no channel for.
+  drops requests to brokers it has no channel for (StopReplica entries for them are not even
+  kept: a broker failure stops every replica of the dead broker).
+* A plan's LeaderAndIsr for a partition whose very state (the same applied ``LeaderAndIsr`` and
+  assignment objects) already went to the same brokers earlier in the controller event is left
+  out, with its UpdateMetadata: the replica step of a broker failure re-sends every state its
+  elections just sent, which brokers would decode and ignore (equal leader epoch). The memory
+  lasts until ``end_event``.
 
 The batch reads the context when a request is added, which in the decide-commit-apply cycle is
 after the plan was applied, so the requests carry the committed partition epochs.
@@ -148,6 +154,10 @@ class RequestBatch:
         self._stop_replica: dict[int, dict[TopicPartition, StopReplicaPartitionState]] = {}
         self._update_metadata_brokers: set[int] = set()
         self._update_metadata: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        # This event's LeaderAndIsr states by partition: (state, assignment, recipients).
+        self._event_states: dict[
+            TopicPartition, tuple[LeaderAndIsr, ReplicaAssignment, frozenset[int]]
+        ] = {}
 
     @property
     def has_pending(self) -> bool:
@@ -166,6 +176,10 @@ class RequestBatch:
                 f"StopReplica for brokers {sorted(self._stop_replica)}, "
                 f"UpdateMetadata for brokers {sorted(self._update_metadata_brokers)}"
             )
+
+    def end_event(self) -> None:
+        """The controller event is over: forget which states it queued (module docstring)."""
+        self._event_states.clear()
 
     def clear(self) -> None:
         self._leader_and_isr.clear()
@@ -222,8 +236,9 @@ class RequestBatch:
         else:
             lai = self._ctx.leader_and_isr(tp)
             leader_epoch = lai.leader_epoch if lai is not None else NO_EPOCH
+        registered = self._ctx.brokers
         for broker in brokers:
-            if broker < 0:
+            if broker < 0 or broker not in registered:
                 continue
             per_broker = self._stop_replica.setdefault(broker, {})
             previous = per_broker.get(tp)
@@ -248,6 +263,7 @@ class RequestBatch:
         fan_out: dict[TopicPartition, None] = {}
         leadership = self._ctx.leader_and_isr
         assignment_of = self._ctx.assignment
+        event_states = self._event_states
         for intent in plan.requests:
             if isinstance(intent, LeaderAndIsrIntent):
                 tp = intent.tp
@@ -258,6 +274,16 @@ class RequestBatch:
                         "apply the plan before queueing its requests"
                     )
                 assignment = assignment_of(tp) or ReplicaAssignment(())
+                if not intent.is_new:
+                    queued = event_states.get(tp)
+                    if (
+                        queued is not None
+                        and queued[0] is lai
+                        and queued[1] is assignment
+                        and queued[2].issuperset(intent.brokers)
+                    ):
+                        continue  # this very state already went to them in this event
+                    event_states[tp] = (lai, assignment, frozenset(intent.brokers))
                 self._add_leader_and_isr(intent.brokers, tp, lai, assignment, intent.is_new)
                 fan_out[tp] = None
             elif isinstance(intent, StopReplicaIntent):

@@ -154,6 +154,9 @@ class BrokerFlows:
                 await move_partitions(
                     c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE
                 )
+                # Answers to the previous chunk's LeaderAndIsr are taken and the UpdateMetadata
+                # queued behind them leaves before this chunk's requests are encoded.
+                await channels.give_calls_a_turn()
                 await c.send_now()
             await move_partitions(
                 c,

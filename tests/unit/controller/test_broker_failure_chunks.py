@@ -87,9 +87,7 @@ async def test_each_chunk_is_sent_before_the_next_is_decided(monkeypatch) -> Non
             (UPDATE_METADATA, (2, 3)),
             (LEADER_AND_ISR, (4,)),
             (UPDATE_METADATA, (4,)),
-            # The replica step's batch: every state already sent in this event, so only the
-            # live brokers (``sent_states``).
-            (UPDATE_METADATA, ()),
+            # Nothing from the replica step: every state it would send went out in this event.
         ]
         # The first chunk's requests left while the later partitions still had broker 1 as
         # their leader in the controller's context: not decided yet. (Later chunks leave when

@@ -1,4 +1,5 @@
-"""RequestBatch: pending-batch guard, UpdateMetadata fan-out, deletion markers, plan queueing."""
+"""RequestBatch: pending-batch guard, UpdateMetadata fan-out, deletion markers, plan queueing,
+states already queued in the same controller event."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from services.controller.core import (
     BrokerRequests,
     IllegalStateError,
     LeaderAndIsr,
+    LeaderAndIsrIntent,
     LeaderAndIsrPartitionState,
     LeaderSelector,
     PartitionState,
     ReplicaAssignment,
     RequestBatch,
+    StateChangePlan,
     StopReplicaPartitionState,
     TopicPartition,
     UpdateMetadataPartitionState,
@@ -215,3 +218,70 @@ def test_reassignment_sets_reach_leader_and_isr(make_ctx) -> None:
         (4,),
         (1,),
     )
+
+
+def _lai_plan(*intents: LeaderAndIsrIntent) -> StateChangePlan:
+    return StateChangePlan(controller_epoch=4, requests=intents)
+
+
+def _sent(out: dict[int, BrokerRequests]) -> dict[int, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Per broker: the partitions of its LeaderAndIsr and of its UpdateMetadata."""
+    return {
+        b: (
+            tuple(s.tp.partition for s in r.leader_and_isr),
+            tuple(s.tp.partition for s in r.update_metadata or ()),
+        )
+        for b, r in out.items()
+    }
+
+
+BOTH = {b: ((0,), (0,)) for b in (2, 3)} | {1: ((), (0,))}
+
+
+@pytest.mark.parametrize(
+    "second, change_state, end_event, expected",
+    [
+        # The very state to the same brokers later in the event: nothing is queued again.
+        (LeaderAndIsrIntent((2, 3), T0), False, False, {}),
+        (LeaderAndIsrIntent((3,), T0), False, False, {}),  # to fewer of them
+        # A new event, another broker, a new state, is_new: queued again.
+        (LeaderAndIsrIntent((2, 3), T0), False, True, BOTH),
+        (
+            LeaderAndIsrIntent((2, 3, 4), T0),
+            False,
+            False,
+            {b: ((0,), (0,)) for b in (2, 3, 4)} | {1: ((), (0,))},
+        ),
+        (LeaderAndIsrIntent((2, 3), T0), True, False, BOTH),
+        (
+            LeaderAndIsrIntent((2,), T0, is_new=True),
+            False,
+            False,
+            {1: ((), (0,)), 2: ((0,), (0,)), 3: ((), (0,))},
+        ),
+    ],
+)
+def test_a_state_already_queued_in_the_event_is_not_queued_again(
+    make_ctx, second, change_state, end_event, expected
+) -> None:
+    ctx = make_ctx(assignments={T0: (1, 2, 3, 4)}, brokers=(1, 2, 3, 4), leadership={T0: LAI})
+    batch = RequestBatch(ctx)
+    batch.add_plan(_lai_plan(LeaderAndIsrIntent((2, 3), T0)))
+    assert _sent(batch.build()) == BOTH | {4: ((), (0,))}
+    if change_state:
+        ctx.apply_leader_and_isr(T0, LeaderAndIsr(1, 7, (1, 2), 4, 42))  # equal, not the same
+    if end_event:
+        batch.end_event()
+    batch.add_plan(_lai_plan(second))
+    out = batch.build()
+    if expected:
+        expected = {4: ((), (0,))} | expected  # broker 4 gets UpdateMetadata too
+    assert _sent(out) == expected
+
+
+def test_stop_replica_for_an_unregistered_broker_is_not_kept(make_ctx) -> None:
+    batch = RequestBatch(make_ctx(assignments={T0: (1, 2)}, brokers=(2,), leadership={T0: LAI}))
+    batch.add_stop_replica([1], T0, delete=False)
+    assert not batch.has_pending
+    batch.add_stop_replica([1, 2], T0, delete=True)
+    assert batch.build()[2].stop_replica == (StopReplicaPartitionState(T0, 7, True),)
