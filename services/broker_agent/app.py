@@ -134,6 +134,7 @@ class BrokerAgent:
             monotonic_ms,
             self.replicas.follower_quota,
             throttled,
+            self.replicas.priority.data_turn,
         )
 
     def _on_configs(self, topics: set[str] | None) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from leasehold import telemetry
@@ -67,6 +67,7 @@ class ReplicaFetcher:
         clock: Callable[[], int],
         quota: ReplicationQuota | None = None,
         is_throttled: Callable[[TopicPartition], bool] = lambda _tp: False,
+        data_turn: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.fetcher_id = fetcher_id
         self.endpoint = endpoint
@@ -75,6 +76,8 @@ class ReplicaFetcher:
         self._clock = clock
         self._quota = quota
         self._is_throttled = is_throttled
+        # Awaited before each round: control requests first (``control_priority``).
+        self._data_turn = data_turn
         self.states: FetchStates = FetchStates()
         self.failed: set[TopicPartition] = set()
         self._wake = asyncio.Event()
@@ -149,6 +152,8 @@ class ReplicaFetcher:
                 await asyncio.sleep(self._settings.backoff_ms / 1000.0)
 
     async def do_work(self) -> None:
+        if self._data_turn is not None:
+            await self._data_turn()
         await self.maybe_truncate()
         await self.maybe_fetch()
 

@@ -21,6 +21,7 @@ from services.broker_agent.control import (
     check_request,
     stop_replica_decision,
 )
+from services.broker_agent.control_priority import ControlPriority
 from services.broker_agent.fetcher_manager import FetcherManager
 from services.broker_agent.leader_and_isr import YIELD_EVERY as YIELD_EVERY
 from services.broker_agent.leader_and_isr import apply_leader_and_isr
@@ -66,6 +67,8 @@ class ReplicaManager:
         self._roles_settled.set()
         self.leader_quota = ReplicationQuota(clock)
         self.follower_quota = ReplicationQuota(clock)
+        # Control requests go before data-plane work (``control_priority``, KIP-291).
+        self.priority = ControlPriority()
         # Wired by the app once the fetcher side exists (it needs this manager).
         self.fetchers: FetcherManager | None = None
         # Where ISR change proposals go (the AlterPartition sender), wired by the app.

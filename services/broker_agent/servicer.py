@@ -140,6 +140,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def Produce(
         self, request: broker_pb2.ProduceRequest, context
     ) -> broker_pb2.ProduceResponse:
+        await self._replicas.priority.data_turn()
         _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
         entries = [
             ProduceEntry(
@@ -182,6 +183,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         return out
 
     async def Fetch(self, request: broker_pb2.FetchRequest, context) -> broker_pb2.FetchResponse:
+        await self._replicas.priority.data_turn()
         _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
         if request.max_wait_ms < 0 or request.min_bytes < 0 or request.max_bytes < 0:
             raise InvalidRequestError(
@@ -233,6 +235,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def ListOffsets(
         self, request: broker_pb2.ListOffsetsRequest, context
     ) -> broker_pb2.ListOffsetsResponse:
+        await self._replicas.priority.data_turn()
         _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
         asks = [
             (TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.timestamp)
@@ -256,6 +259,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def OffsetsForLeaderEpoch(
         self, request: broker_pb2.OffsetsForLeaderEpochRequest, context
     ) -> broker_pb2.OffsetsForLeaderEpochResponse:
+        await self._replicas.priority.data_turn()
         _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
         asks = [
             (TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.leader_epoch)
@@ -275,6 +279,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def Metadata(
         self, request: broker_pb2.MetadataRequest, context
     ) -> broker_pb2.MetadataResponse:
+        await self._replicas.priority.data_turn()
         if any(not name for name in request.topics):
             raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
         # Kafka's rule: all topics only when asked for; an empty list asks for none.
@@ -300,11 +305,12 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        with _collector_paused(self._heap, len(request.partition_states)):
-            domain = await _decode(len(request.partition_states), decode)
-            result = await self._replicas.become_leader_or_follower(domain)
-        self._heap.settle_after(len(domain.partitions))
-        fields = await _result_fields(result)
+        with self._replicas.priority.control():
+            with _collector_paused(self._heap, len(request.partition_states)):
+                domain = await _decode(len(request.partition_states), decode)
+                result = await self._replicas.become_leader_or_follower(domain)
+            self._heap.settle_after(len(domain.partitions))
+            fields = await _result_fields(result)
         return control_pb2.LeaderAndIsrResponse(**fields)
 
     async def StopReplica(
@@ -315,11 +321,12 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        with _collector_paused(self._heap, len(request.partition_states)):
-            domain = await _decode(len(request.partition_states), decode)
-            result = await self._replicas.stop_replicas(domain)
-        self._heap.settle_after(len(domain.partitions))
-        fields = await _result_fields(result)
+        with self._replicas.priority.control():
+            with _collector_paused(self._heap, len(request.partition_states)):
+                domain = await _decode(len(request.partition_states), decode)
+                result = await self._replicas.stop_replicas(domain)
+            self._heap.settle_after(len(domain.partitions))
+            fields = await _result_fields(result)
         return control_pb2.StopReplicaResponse(**fields)
 
     async def UpdateMetadata(
@@ -331,10 +338,11 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_digest_only(domain)
             return domain
 
-        with _collector_paused(self._heap, len(request.partition_states)):
-            domain = await _decode(len(request.partition_states), decode)
-            result = await self._replicas.update_metadata(domain)
-        self._heap.settle_after(len(domain.partitions))
+        with self._replicas.priority.control():
+            with _collector_paused(self._heap, len(request.partition_states)):
+                domain = await _decode(len(request.partition_states), decode)
+                result = await self._replicas.update_metadata(domain)
+            self._heap.settle_after(len(domain.partitions))
         return control_pb2.UpdateMetadataResponse(
             error_code=int(result.error), error_message=result.message
         )

@@ -11,6 +11,7 @@ import pytest
 
 from leasehold.broker.v1 import control_pb2
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
+from services.broker_agent.control_priority import ControlPriority
 from services.broker_agent.model import Code, ControlResult
 from services.broker_agent.servicer import BrokerControlServicer
 
@@ -20,6 +21,7 @@ class _Replicas:
 
     def __init__(self) -> None:
         self.enabled_during: list[bool] = []
+        self.priority = ControlPriority()
 
     async def _apply(self, request) -> ControlResult:
         self.enabled_during.append(gc.isenabled())

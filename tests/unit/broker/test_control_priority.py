@@ -1,0 +1,164 @@
+"""Control requests before data-plane work (``control_priority``, KIP-291): data-plane entries
+wait while a control request is handled and for ``linger_s`` after the last one ends; a control
+request starting in that time keeps them waiting; the broker servicer's data calls and the
+replica fetcher's rounds take their turn through it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from leasehold.broker.v1 import broker_pb2, control_pb2
+from services.broker_agent.control_priority import ControlPriority
+from services.broker_agent.fetch_state import FetcherSettings
+from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.model import Code, ControlResult
+from services.broker_agent.servicer import BrokerControlServicer, BrokerServicer
+
+
+async def _waiter(priority: ControlPriority, done: list[str], name: str) -> None:
+    await priority.data_turn()
+    done.append(name)
+
+
+async def test_idle_data_turn_does_not_wait() -> None:
+    priority = ControlPriority(linger_s=10.0)
+    await asyncio.wait_for(priority.data_turn(), 0.1)
+    assert (priority.busy, priority.waits) == (False, 0)
+
+
+@pytest.mark.parametrize("linger", [0.0, 0.03])
+async def test_data_waits_for_the_control_request_and_the_linger(linger) -> None:
+    priority = ControlPriority(linger_s=linger)
+    done: list[str] = []
+    loop = asyncio.get_running_loop()
+    with priority.control():
+        task = asyncio.create_task(_waiter(priority, done, "fetch"))
+        await asyncio.sleep(0.02)
+        assert done == [] and priority.busy
+    ended = loop.time()
+    await asyncio.wait_for(task, 1.0)
+    assert done == ["fetch"] and priority.waits == 1
+    assert loop.time() - ended >= linger * 0.9
+    assert not priority.busy
+
+
+async def test_a_control_request_within_the_linger_keeps_data_waiting() -> None:
+    priority = ControlPriority(linger_s=0.05)
+    done: list[str] = []
+    with priority.control():
+        pass
+    task = asyncio.create_task(_waiter(priority, done, "fetch"))
+    await asyncio.sleep(0.03)
+    with priority.control():  # the UpdateMetadata after a LeaderAndIsr
+        await asyncio.sleep(0.04)  # the first linger's timer fires meanwhile: stays closed
+        assert done == []
+    await asyncio.sleep(0.02)
+    assert done == []  # still within the second request's linger
+    await asyncio.wait_for(task, 1.0)
+    assert done == ["fetch"]
+
+
+async def test_overlapping_control_requests_hold_until_the_last_ends() -> None:
+    priority = ControlPriority(linger_s=0.0)
+    done: list[str] = []
+    first, second = priority.control(), priority.control()
+    first.__enter__()
+    second.__enter__()
+    task = asyncio.create_task(_waiter(priority, done, "produce"))
+    first.__exit__(None, None, None)
+    await asyncio.sleep(0.02)
+    assert done == []
+    second.__exit__(None, None, None)
+    await asyncio.wait_for(task, 1.0)
+    assert done == ["produce"]
+
+
+async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
+    """A fetcher stopped by the control request it waits behind just ends."""
+    priority = ControlPriority(linger_s=0.0)
+    with priority.control():
+        task = asyncio.create_task(priority.data_turn())
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    await asyncio.wait_for(priority.data_turn(), 0.1)
+
+
+class _SlowReplicas:
+    """Applies every control request only once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.priority = ControlPriority(linger_s=0.0)
+        self.release = asyncio.Event()
+
+    async def _apply(self, request) -> ControlResult:
+        await self.release.wait()
+        return ControlResult(Code.NONE)
+
+    become_leader_or_follower = stop_replicas = update_metadata = _apply
+
+
+_CONTROL = {
+    "LeaderAndIsr": control_pb2.LeaderAndIsrRequest(
+        controller_epoch=1,
+        partition_states=[dict(topic="t", partition=0, leader=1, leader_epoch=1, replicas=[1])],
+    ),
+    "StopReplica": control_pb2.StopReplicaRequest(
+        controller_epoch=1, partition_states=[dict(topic="t", partition=0)]
+    ),
+    "UpdateMetadata": control_pb2.UpdateMetadataRequest(controller_epoch=1),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CONTROL))
+async def test_a_metadata_call_is_answered_after_the_control_request(kind) -> None:
+    replicas = _SlowReplicas()
+    control = BrokerControlServicer(replicas)  # type: ignore[arg-type]
+    data = BrokerServicer(replicas, None, None, MetadataCache(), "c")  # type: ignore[arg-type]
+    order: list[str] = []
+
+    async def call(name: str, coro) -> None:
+        await coro
+        order.append(name)
+
+    applying = asyncio.create_task(call(kind, getattr(control, kind)(_CONTROL[kind], None)))
+    await asyncio.sleep(0.01)
+    asking = asyncio.create_task(
+        call("Metadata", data.Metadata(broker_pb2.MetadataRequest(all_topics=True), None))
+    )
+    await asyncio.sleep(0.02)
+    assert order == [] and replicas.priority.waits == 1
+    replicas.release.set()
+    await asyncio.wait_for(asyncio.gather(applying, asking), 1.0)
+    assert order == [kind, "Metadata"]
+
+
+async def test_a_replica_fetcher_round_waits_its_turn() -> None:
+    priority = ControlPriority(linger_s=0.0)
+    rounds: list[str] = []
+
+    class _Fetcher(ReplicaFetcher):
+        async def maybe_truncate(self) -> None:
+            rounds.append("round")
+
+        async def maybe_fetch(self) -> None:
+            pass
+
+    fetcher = _Fetcher(
+        0,
+        None,
+        None,
+        FetcherSettings(),
+        lambda: 0,
+        data_turn=priority.data_turn,  # type: ignore[arg-type]
+    )
+    with priority.control():
+        task = asyncio.create_task(fetcher.do_work())
+        await asyncio.sleep(0.02)
+        assert rounds == []
+    await asyncio.wait_for(task, 1.0)
+    assert rounds == ["round"]
