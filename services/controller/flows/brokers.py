@@ -151,6 +151,7 @@ class BrokerFlows:
             for start in range(0, len(without_leader), ELECTION_CHUNK):
                 chunk = without_leader[start : start + ELECTION_CHUNK]
                 await move_partitions(c, chunk, PartitionState.OFFLINE)
+                await channels.give_calls_a_turn()
                 await move_partitions(
                     c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE
                 )
