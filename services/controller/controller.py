@@ -38,6 +38,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from leasehold import telemetry
 from leasehold.etcd.client import EtcdError
@@ -87,6 +88,14 @@ _METADATA = (
     ev.ElectionRequest,
     ev.ControllerEpochChange,
 )
+
+
+@dataclass(frozen=True)
+class PendingPlan:
+    """A plan whose commit ``Controller.begin`` started (None: nothing to write)."""
+
+    plan: StateChangePlan
+    commit: asyncio.Future[PlanCommit] | None
 
 
 class Controller:
@@ -266,15 +275,30 @@ class Controller:
         Partitions whose epoch changed in etcd behind our back are re-read and, when ``retry``
         is given, decided again (Kafka's zkVersion retry loop), at most ``attempts`` times.
         """
+        return await self.complete(self.begin(plan), retry=retry, attempts=attempts)
+
+    def begin(self, plan: StateChangePlan) -> PendingPlan:
+        """The first half of ``execute``: log the plan's failures and start committing its
+        writes, as a task, so that the caller can decide its next plan (other partitions)
+        while etcd works; ``complete`` finishes it. Plans are completed in the order begun."""
         for f in plan.failures:
             quiet = f.election_error is ElectionError.ELECTION_NOT_NEEDED
             log.log(logging.INFO if quiet else logging.WARNING, "state change failed: %s", f.reason)
+        if not plan.writes:
+            return PendingPlan(plan, None)
         ctx = self.ctx
         offline: dict[TopicPartition, list[int]] = {}
         for w in plan.writes:
             online = ctx.replica_online_check(w.tp, include_shutting_down=True)
             offline[w.tp] = [r for r in w.assignment.replicas if not online(r)]
-        result = await self._commit(plan, offline)
+        return PendingPlan(plan, asyncio.ensure_future(self._commit(plan, offline)))
+
+    async def complete(
+        self, pending: PendingPlan, *, retry: Retry | None = None, attempts: int = 3
+    ) -> StateChangePlan:
+        """The second half of ``execute``: wait for the commit, then apply, log and queue."""
+        plan = pending.plan
+        result = PlanCommit() if pending.commit is None else await pending.commit
         applied = plan.drop_partitions(result.stale, "partition epoch changed in etcd")
         self.ctx.apply_plan(applied, result.epochs)
         self.statelog.write(applied.records)

@@ -4,11 +4,12 @@ A registration whose create revision changed is a bounce (KIP-380: a new broker 
 handled as a failure followed by a startup, so stale requests queued for the old incarnation are
 dropped with its channel.
 
-A failure re-elects the dead brokers' partitions in chunks (``ELECTION_CHUNK``), each committed
-and sent before the next is decided. The brokers' requests stay in Kafka's order per broker
-(LeaderAndIsr, then UpdateMetadata for the same partitions), every LeaderAndIsr still follows
-the commit of its partitions' states, and the brokers apply one chunk while the controller works
-on the next instead of waiting for the whole event.
+A failure re-elects the dead brokers' partitions in chunks (``ELECTION_CHUNK``): each chunk's
+requests are sent as soon as its commit is applied, and the next chunk is decided and its commit
+started while that commit is in flight (``common.elect_in_chunks``). The brokers' requests stay
+in Kafka's order per broker (LeaderAndIsr, then UpdateMetadata for the same partitions), every
+LeaderAndIsr still follows the commit of its partitions' states, and the brokers apply one chunk
+while the controller works on the next instead of waiting for the whole event.
 """
 
 from __future__ import annotations
@@ -30,17 +31,22 @@ from services.controller.core import (
     partitions_to_trigger_online,
 )
 from services.controller.events import BrokerChange
-from services.controller.flows.common import collection_paused, move_partitions, move_replicas
+from services.controller.flows.common import (
+    collection_paused,
+    elect_in_chunks,
+    move_partitions,
+    move_replicas,
+)
 
 if TYPE_CHECKING:
     from services.controller.controller import Controller
 
 log = logging.getLogger(__name__)
 
-# Partitions a broker failure moves Offline and elects again per step. Each chunk is committed
-# and its LeaderAndIsr and UpdateMetadata handed to gRPC before the next chunk is decided, so
-# the surviving brokers apply the first leaders while the controller decides and commits the
-# rest (at 10,000 partitions the first requests left ~0.65 s after the expiry, all at once).
+# Partitions a broker failure moves Offline and elects again per step. Each chunk's LeaderAndIsr
+# and UpdateMetadata are handed to gRPC once its commit is applied, so the surviving brokers
+# apply the first leaders while the controller decides and commits the rest (at 10,000
+# partitions the first requests left ~0.65 s after the expiry, all at once).
 ELECTION_CHUNK = 5_000
 
 
@@ -136,9 +142,8 @@ class BrokerFlows:
         leave before the replica step (StopReplica, ISR shrink) is even decided.
 
         The partitions the dead brokers led move Offline and are elected again
-        ``ELECTION_CHUNK`` at a time, each chunk committed and sent before the next is decided
-        (module docstring); then whatever else is New or Offline is brought online, as Kafka's
-        ``triggerOnlinePartitionStateChange`` does.
+        ``ELECTION_CHUNK`` at a time, pipelined (module docstring); then whatever else is New
+        or Offline is brought online, as Kafka's ``triggerOnlinePartitionStateChange`` does.
         """
         c = self.c
         ctx = c.ctx
@@ -148,17 +153,15 @@ class BrokerFlows:
             for_deletion = [r for r in replicas if deleting(r.tp.topic)]
             others = [r for r in replicas if not deleting(r.tp.topic)]
             without_leader = _partitions_without_leader(ctx)
-            for start in range(0, len(without_leader), ELECTION_CHUNK):
-                chunk = without_leader[start : start + ELECTION_CHUNK]
-                await move_partitions(c, chunk, PartitionState.OFFLINE)
-                await channels.give_calls_a_turn()
-                await move_partitions(
-                    c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE
-                )
-                # Answers to the previous chunk's LeaderAndIsr are taken and the UpdateMetadata
-                # queued behind them leaves before this chunk's requests are encoded.
-                await channels.give_calls_a_turn()
-                await c.send_now()
+            await elect_in_chunks(
+                c,
+                (
+                    without_leader[i : i + ELECTION_CHUNK]
+                    for i in range(0, len(without_leader), ELECTION_CHUNK)
+                ),
+                LeaderSelector.OFFLINE,
+                prepare=lambda chunk: move_partitions(c, chunk, PartitionState.OFFLINE),
+            )
             await move_partitions(
                 c,
                 partitions_to_trigger_online(ctx),

@@ -3,14 +3,15 @@ and finish an admin intent (result written and intent deleted in one fenced tran
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from leasehold import telemetry
+from leasehold import channels, telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd.fenced import Write
 from leasehold.metadata.v1 import metadata_pb2
@@ -29,7 +30,7 @@ from services.controller.core import (
 from services.controller.store import Updater
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.controller import Controller, PendingPlan
 
 EMPTY = StateChangePlan(controller_epoch=0)
 
@@ -118,6 +119,63 @@ async def move_partitions(
     if elected:
         c.on_leader_elections(elected, unclean, (time.monotonic() - started) * 1000)
     return plan
+
+
+async def elect_in_chunks(
+    c: Controller,
+    chunks: Iterable[Sequence[TopicPartition]],
+    selector: LeaderSelector,
+    *,
+    prepare: Callable[[Sequence[TopicPartition]], Awaitable[object]] | None = None,
+) -> None:
+    """``move_partitions(chunk, ONLINE, selector)`` for each chunk, pipelined: each chunk's
+    requests are sent (``send_now``) as soon as its commit is applied, and the next chunk is
+    decided, and its commit started, while that commit is still in flight. ``prepare`` runs
+    first for each chunk (the broker failure's Offline step). Chunks must not share partitions:
+    a chunk is decided before the previous one is applied."""
+
+    def decide(subset: Sequence[TopicPartition]) -> StateChangePlan:
+        return decide_partition_changes(
+            c.ctx, subset, PartitionState.ONLINE, now_ms=c.now_ms(), selector=selector
+        )
+
+    async def finish(pending: PendingPlan, started: float) -> None:
+        plan = await c.complete(pending, retry=decide)
+        elected, unclean = election_counts(plan)
+        if elected:
+            c.on_leader_elections(elected, unclean, (time.monotonic() - started) * 1000)
+        # Answers to the previous chunk are taken, and the UpdateMetadata queued behind them
+        # leaves, before this chunk's requests are encoded.
+        await channels.give_calls_a_turn()
+        await c.send_now()
+
+    in_flight: tuple[PendingPlan, float] | None = None
+    try:
+        for chunk in chunks:
+            if prepare is not None:
+                await prepare(chunk)
+            await channels.give_calls_a_turn()
+            started = time.monotonic()
+            with telemetry.span(
+                "controller.partition_states",
+                partition_count=len(chunk),
+                target_state=PartitionState.ONLINE.value,
+                selector=selector.value,
+                controller_epoch=c.epoch,
+                pipelined=True,
+            ):
+                pending = c.begin(decide(chunk))
+            previous, in_flight = in_flight, (pending, started)
+            if previous is not None:
+                await finish(*previous)
+        if in_flight is not None:
+            previous, in_flight = in_flight, None
+            await finish(*previous)
+    finally:
+        if in_flight is not None and in_flight[0].commit is not None:
+            # An earlier chunk failed (we are deposed or etcd failed: the caller resigns).
+            in_flight[0].commit.cancel()
+            await asyncio.gather(in_flight[0].commit, return_exceptions=True)
 
 
 def election_counts(plan: StateChangePlan) -> tuple[int, int]:

@@ -1,7 +1,7 @@
 """A broker failure re-elects the dead broker's partitions in chunks (``ELECTION_CHUNK``): each
-chunk is committed and its LeaderAndIsr and UpdateMetadata handed to gRPC before the next chunk
-is even decided, per broker in Kafka's order; the replica step is cut between partitions, never
-inside one."""
+chunk's LeaderAndIsr and UpdateMetadata are handed to gRPC, per broker in Kafka's order, once its
+commit is applied, before the later chunks are applied; the next chunk is decided while the
+previous one commits; the replica step is cut between partitions, never inside one."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from bench.controller_micro import RecordingChannels, failover, standby
 from leasehold.broker.v1 import control_pb2
+from leasehold.etcd.fenced import FencedError
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
 from services.controller.channels import _RESPONSES, LEADER_AND_ISR, UPDATE_METADATA, _Broker
@@ -54,7 +55,7 @@ class _Seen(RecordingChannels):
         return call
 
 
-async def test_each_chunk_is_sent_before_the_next_is_decided(monkeypatch) -> None:
+async def test_each_chunk_is_sent_before_the_next_is_applied(monkeypatch) -> None:
     monkeypatch.setattr(broker_flows, "ELECTION_CHUNK", 2)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
@@ -90,19 +91,23 @@ async def test_each_chunk_is_sent_before_the_next_is_decided(monkeypatch) -> Non
             # Nothing from the replica step: every state it would send went out in this event.
         ]
         # The first chunk's requests left while the later partitions still had broker 1 as
-        # their leader in the controller's context: not decided yet. (Later chunks leave when
+        # their leader in the controller's context: not applied yet. (Later chunks leave when
         # the loop is free: here, with commits that never wait, possibly after the last.)
         assert [e for x, _, _, e in seen if x == b][:2] == [(0, 1), (0, 1)]
 
     records = [StateChangeRecord.from_json(line) for line in lines[lines_before:]]
+    # A chunk goes Offline and is decided before the previous chunk's commit is applied (its
+    # Online records are written then), so the records of consecutive chunks interleave.
+    offline = [("partition", p, "OfflinePartition") for p in range(PARTITIONS)]
+    online = [("partition", p, "OnlinePartition") for p in range(PARTITIONS)]
     assert [(r.kind, r.partition, r.to_state or r.event) for r in records] == [
         ("broker", -1, "expired"),
-        *(
-            (kind, p, state)
-            for chunk in ((0, 1), (2, 3), (4,))
-            for kind, state in (("partition", "OfflinePartition"), ("partition", "OnlinePartition"))
-            for p in chunk
-        ),
+        *offline[0:2],
+        *offline[2:4],
+        *online[0:2],
+        *offline[4:5],
+        *online[2:4],
+        *online[4:5],
         *(("replica", p, "OfflineReplica") for p in range(PARTITIONS)),
     ]
 
@@ -129,3 +134,96 @@ def test_replica_chunks_cut_between_partitions(pairs, size, cuts) -> None:
     chunks = _by_partition_chunks(replicas, size)
     assert [len(c) for c in chunks] == cuts
     assert [r for c in chunks for r in c] == replicas
+
+
+async def test_the_next_chunk_commits_while_the_previous_commit_is_in_flight(monkeypatch) -> None:
+    """Chunk 2's commit starts before chunk 1's finishes; chunk 1's requests still wait for
+    its own commit, and the commits are applied in chunk order."""
+    monkeypatch.setattr(broker_flows, "ELECTION_CHUNK", 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        c = await standby(PARTITIONS, 1, log)
+        c._channel_factory = _Seen
+        await failover(c)
+        channels = c.channels
+        assert isinstance(channels, _Seen)
+        await asyncio.sleep(0.05)
+        channels.seen.clear()
+        events: list[tuple[str, tuple[int, ...]]] = []
+        gates: list[asyncio.Event] = []
+        real_commit = c.store.commit_plan
+
+        async def slow_commit(plan, offline=None):
+            parts = tuple(w.tp.partition for w in plan.writes)
+            events.append(("start", parts))
+            gate = asyncio.Event()
+            gates.append(gate)
+            await gate.wait()
+            events.append(("done", parts))
+            return await real_commit(plan, offline)
+
+        c.store.commit_plan = slow_commit
+        handling = asyncio.create_task(c.handle(ev.BrokerChange(deregistered=(1,))))
+
+        async def started(n: int) -> None:
+            while len(gates) < n:
+                await asyncio.sleep(0.001)
+
+        def lai_sent() -> list[tuple[int, ...]]:
+            return [p for b, k, p, _ in channels.seen if b == 2 and k == LEADER_AND_ISR]
+
+        await asyncio.wait_for(started(2), 1.0)
+        assert events == [("start", (0, 1)), ("start", (2, 3))] and lai_sent() == []
+        gates[0].set()
+        await asyncio.wait_for(started(3), 1.0)
+        assert lai_sent() == [(0, 1)]  # chunk 1 sent before chunk 3 was even begun
+        gates[1].set()
+        gates[2].set()
+        await asyncio.wait_for(handling, 2.0)
+        await asyncio.sleep(0.05)
+        seen = channels.seen
+        await c.deactivate("done")
+        log.close()
+
+    assert events == [
+        ("start", (0, 1)),
+        ("start", (2, 3)),
+        ("done", (0, 1)),
+        ("start", (4,)),
+        ("done", (2, 3)),
+        ("done", (4,)),
+    ]
+    assert [p for b, k, p, _ in seen if b == 2 and k == LEADER_AND_ISR] == [(0, 1), (2, 3), (4,)]
+
+
+async def test_a_fenced_chunk_cancels_the_commit_in_flight_and_resigns(monkeypatch) -> None:
+    monkeypatch.setattr(broker_flows, "ELECTION_CHUNK", 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        c = await standby(PARTITIONS, 1, log)
+        c._channel_factory = _Seen
+        await failover(c)
+        await asyncio.sleep(0.05)
+        outcomes: list[tuple[tuple[int, ...], str]] = []
+        second_started = asyncio.Event()
+
+        async def commit(plan, offline=None):
+            parts = tuple(w.tp.partition for w in plan.writes)
+            if parts == (0, 1):
+                await second_started.wait()
+                outcomes.append((parts, "fenced"))
+                raise FencedError("another controller took over")
+            second_started.set()
+            try:
+                await asyncio.Event().wait()  # etcd never answers
+            except asyncio.CancelledError:
+                outcomes.append((parts, "cancelled"))
+                raise
+
+        c.store.commit_plan = commit
+        await asyncio.wait_for(c.handle(ev.BrokerChange(deregistered=(1,))), 2.0)
+        active = c.active
+        log.close()
+
+    assert outcomes == [((0, 1), "fenced"), ((2, 3), "cancelled")]
+    assert not active
