@@ -6,7 +6,9 @@ previous one commits; the replica step is cut between partitions, never inside o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from leasehold.etcd.fenced import FencedError
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
 from services.controller.channels import _RESPONSES, LEADER_AND_ISR, UPDATE_METADATA, _Broker
+from services.controller.controller import Controller
 from services.controller.core import PartitionReplica, TopicPartition
 from services.controller.flows import brokers as broker_flows
 from services.controller.flows.brokers import _by_partition_chunks
@@ -55,7 +58,10 @@ class _Seen(RecordingChannels):
         return call
 
 
-async def test_each_chunk_is_sent_before_the_next_is_applied(monkeypatch) -> None:
+@contextlib.asynccontextmanager
+async def _active(monkeypatch) -> AsyncIterator[tuple[Controller, _Seen, Path]]:
+    """An active controller (broker 1 leading every partition) recording what it sends,
+    chunks of 2 partitions, and its state-change log's path; the recording starts empty."""
     monkeypatch.setattr(broker_flows, "ELECTION_CHUNK", 2)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
@@ -66,18 +72,24 @@ async def test_each_chunk_is_sent_before_the_next_is_applied(monkeypatch) -> Non
         channels = c.channels
         assert isinstance(channels, _Seen)
         await asyncio.sleep(0.05)
+        channels.seen.clear()
+        try:
+            yield c, channels, path
+        finally:
+            await c.deactivate("done")
+            log.close()
+
+
+async def test_each_chunk_is_sent_before_the_next_is_applied(monkeypatch) -> None:
+    async with _active(monkeypatch) as (c, channels, path):
         lines_before = len(path.read_text().splitlines())
         channels.elected = lambda: tuple(
             tp.partition for tp in TPS if c.ctx.leader_and_isr(tp).leader != 1
         )
-        channels.seen.clear()
-
         await c.handle(ev.BrokerChange(deregistered=(1,)))
         await asyncio.sleep(0.05)
         seen = channels.seen
         lines = path.read_text().splitlines()
-        await c.deactivate("done")
-        log.close()
 
     for b in (2, 3):
         mine = [(k, p) for x, k, p, _ in seen if x == b]
@@ -139,16 +151,7 @@ def test_replica_chunks_cut_between_partitions(pairs, size, cuts) -> None:
 async def test_the_next_chunk_commits_while_the_previous_commit_is_in_flight(monkeypatch) -> None:
     """Chunk 2's commit starts before chunk 1's finishes; chunk 1's requests still wait for
     its own commit, and the commits are applied in chunk order."""
-    monkeypatch.setattr(broker_flows, "ELECTION_CHUNK", 2)
-    with tempfile.TemporaryDirectory() as tmp:
-        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
-        c = await standby(PARTITIONS, 1, log)
-        c._channel_factory = _Seen
-        await failover(c)
-        channels = c.channels
-        assert isinstance(channels, _Seen)
-        await asyncio.sleep(0.05)
-        channels.seen.clear()
+    async with _active(monkeypatch) as (c, channels, _):
         events: list[tuple[str, tuple[int, ...]]] = []
         gates: list[asyncio.Event] = []
         real_commit = c.store.commit_plan
@@ -182,8 +185,6 @@ async def test_the_next_chunk_commits_while_the_previous_commit_is_in_flight(mon
         await asyncio.wait_for(handling, 2.0)
         await asyncio.sleep(0.05)
         seen = channels.seen
-        await c.deactivate("done")
-        log.close()
 
     assert events == [
         ("start", (0, 1)),
@@ -197,13 +198,7 @@ async def test_the_next_chunk_commits_while_the_previous_commit_is_in_flight(mon
 
 
 async def test_a_fenced_chunk_cancels_the_commit_in_flight_and_resigns(monkeypatch) -> None:
-    monkeypatch.setattr(broker_flows, "ELECTION_CHUNK", 2)
-    with tempfile.TemporaryDirectory() as tmp:
-        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
-        c = await standby(PARTITIONS, 1, log)
-        c._channel_factory = _Seen
-        await failover(c)
-        await asyncio.sleep(0.05)
+    async with _active(monkeypatch) as (c, _, _):
         outcomes: list[tuple[tuple[int, ...], str]] = []
         second_started = asyncio.Event()
 
@@ -223,7 +218,6 @@ async def test_a_fenced_chunk_cancels_the_commit_in_flight_and_resigns(monkeypat
         c.store.commit_plan = commit
         await asyncio.wait_for(c.handle(ev.BrokerChange(deregistered=(1,))), 2.0)
         active = c.active
-        log.close()
 
     assert outcomes == [((0, 1), "fenced"), ((2, 3), "cancelled")]
     assert not active
