@@ -162,9 +162,10 @@ class BrokerFlows:
                 LeaderSelector.OFFLINE,
                 prepare=lambda chunk: move_partitions(c, chunk, PartitionState.OFFLINE),
             )
+            tried = set(without_leader)  # those that failed to elect are not tried twice
             await move_partitions(
                 c,
-                partitions_to_trigger_online(ctx),
+                [tp for tp in partitions_to_trigger_online(ctx) if tp not in tried],
                 PartitionState.ONLINE,
                 selector=LeaderSelector.OFFLINE,
             )
