@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import logging
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -221,3 +223,23 @@ async def test_a_fenced_chunk_cancels_the_commit_in_flight_and_resigns(monkeypat
 
     assert outcomes == [((0, 1), "fenced"), ((2, 3), "cancelled")]
     assert not active
+
+
+async def test_a_partition_that_cannot_be_elected_is_tried_once(monkeypatch, caplog) -> None:
+    """Partition 3's only ISR member was broker 1 (unclean election disabled): its chunk's
+    election fails, and the trigger-online step after the chunks does not try it again."""
+    async with _active(monkeypatch) as (c, channels, _):
+        tp = TPS[3]
+        c.ctx.apply_leader_and_isr(tp, dataclasses.replace(c.ctx.leader_and_isr(tp), isr=(1,)))
+        with caplog.at_level(logging.INFO, logger="services.controller.controller"):
+            await c.handle(ev.BrokerChange(deregistered=(1,)))
+        await asyncio.sleep(0.05)
+        led = {p.partition: c.ctx.leader_and_isr(p).leader for p in TPS}
+        lai_parts = [p for b, k, p, _ in channels.seen if b == 2 and k == LEADER_AND_ISR]
+
+    failed = [r.getMessage() for r in caplog.records if "state change failed" in r.getMessage()]
+    assert len(failed) == 1 and str(tp) in failed[0]
+    # Leaderless (the replica step took broker 1 out as leader), the others re-elected.
+    assert led[3] == -1 and all(led[p] in (2, 3) for p in (0, 1, 2, 4))
+    # Partition 3 goes out once, leaderless, from the replica step (as Kafka sends it).
+    assert lai_parts == [(0, 1), (2,), (4,), (3,)]
