@@ -59,6 +59,7 @@ Span attributes Leasehold adds, all under ``leasehold.``:
 ``leasehold.intent_count``          admin intents (with a trace context) one event carries
 ``leasehold.target_state``          state a state-machine batch moves to (Online, Offline, ...)
 ``leasehold.selector``              leader selector of a partition batch (offline, preferred, ...)
+``leasehold.pipelined``             a partition batch decided while the previous batch's commit ran
 ``leasehold.reason``                why a state change happened (selector or flow)
 ``leasehold.election_count``        leaders a partition batch elected (written)
 ``leasehold.unclean_count``         of which from outside the ISR (unclean election)
