@@ -17,8 +17,8 @@ Rules kept from Kafka:
 * UpdateMetadata partition states are shared: every broker that gets UpdateMetadata in a batch
   gets all of them. A partition with no leader/ISR state yet is left out.
 * Brokers that are not registered when the batch is built are dropped, as the channel manager
-  drops requests to brokers it has no channel for (StopReplica entries for them are not even
-  kept: a broker failure stops every replica of the dead broker).
+  drops requests to brokers it has no channel for. (A bounced broker is registered again by
+  then: its new incarnation gets the StopReplica of the failure half, as in Kafka.)
 * A plan's LeaderAndIsr for a partition whose very state (the same applied ``LeaderAndIsr`` and
   assignment objects) already went to the same brokers earlier in the controller event is left
   out, with its UpdateMetadata: the replica step of a broker failure re-sends every state its
@@ -236,9 +236,8 @@ class RequestBatch:
         else:
             lai = self._ctx.leader_and_isr(tp)
             leader_epoch = lai.leader_epoch if lai is not None else NO_EPOCH
-        registered = self._ctx.brokers
         for broker in brokers:
-            if broker < 0 or broker not in registered:
+            if broker < 0:
                 continue
             per_broker = self._stop_replica.setdefault(broker, {})
             previous = per_broker.get(tp)

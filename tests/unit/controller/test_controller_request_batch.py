@@ -277,11 +277,3 @@ def test_a_state_already_queued_in_the_event_is_not_queued_again(
     if expected:
         expected = {4: ((), (0,))} | expected  # broker 4 gets UpdateMetadata too
     assert _sent(out) == expected
-
-
-def test_stop_replica_for_an_unregistered_broker_is_not_kept(make_ctx) -> None:
-    batch = RequestBatch(make_ctx(assignments={T0: (1, 2)}, brokers=(2,), leadership={T0: LAI}))
-    batch.add_stop_replica([1], T0, delete=False)
-    assert not batch.has_pending
-    batch.add_stop_replica([1, 2], T0, delete=True)
-    assert batch.build()[2].stop_replica == (StopReplicaPartitionState(T0, 7, True),)
