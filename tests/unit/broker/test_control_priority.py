@@ -1,7 +1,7 @@
 """Control requests before data-plane work (``control_priority``, KIP-291): data-plane entries
-wait while a control request is handled and for ``linger_s`` after the last one ends; a control
-request starting in that time keeps them waiting; the broker servicer's data calls and the
-replica fetcher's rounds take their turn through it."""
+wait while a control request is handled and for ``linger_s`` after the last one ends, for
+``max_hold_s`` at most; a control request starting in that time keeps them waiting; the broker
+servicer's data calls and the replica fetcher's rounds take their turn through it."""
 
 from __future__ import annotations
 
@@ -74,6 +74,23 @@ async def test_overlapping_control_requests_hold_until_the_last_ends() -> None:
     second.__exit__(None, None, None)
     await asyncio.wait_for(task, 1.0)
     assert done == ["produce"]
+
+
+async def test_a_long_busy_spell_holds_data_for_max_hold_at_most() -> None:
+    """A 100,000-partition request takes seconds: clients are served meanwhile after the
+    bound, counted as ``overheld``; a later spell starts its own bound."""
+    priority = ControlPriority(linger_s=0.0, max_hold_s=0.05)
+    loop = asyncio.get_running_loop()
+    for _ in range(2):
+        with priority.control():
+            began = loop.time()
+            await asyncio.sleep(0.02)
+            await asyncio.wait_for(priority.data_turn(), 1.0)
+            waited = loop.time() - began
+            assert priority.busy  # let through while the request still runs
+        assert 0.04 <= waited < 0.5
+        await asyncio.sleep(0.01)
+    assert (priority.waits, priority.overheld) == (2, 2)
 
 
 async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
