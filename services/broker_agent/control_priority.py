@@ -15,11 +15,13 @@ work does not start (each Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and
 call, and each replica fetcher round, first awaits ``data_turn``); what already runs goes on
 to its next await. Between two control requests (the controller sends one at a time per
 broker and waits for each answer) the data plane runs, once ``LINGER_S`` has passed without
-another one. A busy spell holds the data plane for ``MAX_HOLD_S`` at most: a 100,000-partition
-LeaderAndIsr takes seconds, and clients are then served between its slices, as before, rather
-than not at all. Nothing a control request awaits depends on the data plane: its syncs and log
-creation run on worker threads, and the fetchers it stops are cancelled, which ends a wait
-here too.
+another one. A control request holds the data plane for ``MAX_HOLD_S`` at most: a
+100,000-partition LeaderAndIsr takes seconds, and clients are then served between its slices,
+as before, rather than not at all. The bound is per request, not per spell of requests: a
+broker failure's four requests to a survivor take about a second together, and letting the
+replication in after the first half second slowed the last two as much as no priority.
+Nothing a control request awaits depends on the data plane: its syncs and log creation run on
+worker threads, and the fetchers it stops are cancelled, which ends a wait here too.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from collections.abc import Iterator
 # elections) as soon as it has the answer, a loop round trip later, and a fetch round started
 # in between would hold it up for tens of milliseconds. Short enough not to matter to clients.
 LINGER_S = 0.02
-# The longest a spell of control requests keeps data-plane work waiting.
+# The longest data-plane work waits after the start of the latest control request.
 MAX_HOLD_S = 0.5
 
 
@@ -43,7 +45,7 @@ class ControlPriority:
         self._max_hold_s = max_hold_s
         self._active = 0
         self._ended = 0  # control requests ended so far: a lingering wait is for the last one
-        self._busy_since = 0.0  # loop time the current busy spell began
+        self._busy_since = 0.0  # loop time the latest control request began
         self._idle = asyncio.Event()
         self._idle.set()
         self.waits = 0  # data-plane entries that had to wait (a metric, and for tests)
@@ -57,8 +59,7 @@ class ControlPriority:
     @contextlib.contextmanager
     def control(self) -> Iterator[None]:
         """Around the handling of one control request (requests may overlap: each counts)."""
-        if self._idle.is_set():
-            self._busy_since = asyncio.get_running_loop().time()
+        self._busy_since = asyncio.get_running_loop().time()
         self._active += 1
         self._idle.clear()
         try:
@@ -79,7 +80,7 @@ class ControlPriority:
 
     async def data_turn(self) -> None:
         """Return at once when no control request is being handled; else when none is, or
-        once the busy spell has lasted ``max_hold_s``."""
+        ``max_hold_s`` after the latest one began."""
         if self._idle.is_set():
             return
         self.waits += 1

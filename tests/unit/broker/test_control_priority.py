@@ -1,7 +1,8 @@
 """Control requests before data-plane work (``control_priority``, KIP-291): data-plane entries
 wait while a control request is handled and for ``linger_s`` after the last one ends, for
-``max_hold_s`` at most; a control request starting in that time keeps them waiting; the broker
-servicer's data calls and the replica fetcher's rounds take their turn through it."""
+``max_hold_s`` from the latest one's start at most; a control request starting in that time
+keeps them waiting; the broker servicer's data calls and the replica fetcher's rounds take
+their turn through it."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ async def test_overlapping_control_requests_hold_until_the_last_ends() -> None:
 
 async def test_a_long_busy_spell_holds_data_for_max_hold_at_most() -> None:
     """A 100,000-partition request takes seconds: clients are served meanwhile after the
-    bound, counted as ``overheld``; a later spell starts its own bound."""
+    bound, counted as ``overheld``; a later request starts its own bound."""
     priority = ControlPriority(linger_s=0.0, max_hold_s=0.05)
     loop = asyncio.get_running_loop()
     for _ in range(2):
@@ -91,6 +92,21 @@ async def test_a_long_busy_spell_holds_data_for_max_hold_at_most() -> None:
         assert 0.04 <= waited < 0.5
         await asyncio.sleep(0.01)
     assert (priority.waits, priority.overheld) == (2, 2)
+
+
+async def test_the_hold_bound_counts_from_the_latest_control_request() -> None:
+    """A LeaderAndIsr, then (within the linger) its UpdateMetadata: data waiting during the
+    second request gets the bound from the second request's start."""
+    priority = ControlPriority(linger_s=0.02, max_hold_s=0.06)
+    loop = asyncio.get_running_loop()
+    with priority.control():
+        await asyncio.sleep(0.05)
+    with priority.control():
+        began = loop.time()
+        await asyncio.sleep(0.01)
+        await asyncio.wait_for(priority.data_turn(), 1.0)
+        assert loop.time() - began >= 0.05
+    assert priority.overheld == 1
 
 
 async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
