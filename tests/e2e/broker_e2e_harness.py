@@ -138,6 +138,8 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         self.server: grpc.aio.Server | None = None
         self.port = 0
         self._channels: dict[int, grpc.aio.Channel] = {}
+        self._channel_pids: dict[int, int | None] = {}
+        self._stale: list[grpc.aio.Channel] = []
 
     async def start(self) -> None:
         self.server = grpc.aio.server()
@@ -146,7 +148,7 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         await self.server.start()
 
     async def close(self) -> None:
-        for ch in self._channels.values():
+        for ch in [*self._channels.values(), *self._stale]:
             await ch.close()
         if self.server is not None:
             await self.server.stop(0)
@@ -157,9 +159,17 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         return self.cluster.procs[broker_id].address
 
     def control(self, broker_id: int) -> control_pb2_grpc.BrokerControlServiceStub:
+        # A channel to a killed process sits in reconnect backoff, and an RPC on it fails with
+        # UNAVAILABLE until the backoff ends even once the broker is back on the same port; so
+        # a restarted process (a new pid) gets a new channel.
+        pid = self.cluster.procs[broker_id].pid
         ch = self._channels.get(broker_id)
+        if ch is not None and self._channel_pids.get(broker_id) != pid:
+            self._stale.append(self._channels.pop(broker_id))
+            ch = None
         if ch is None:
             ch = self._channels[broker_id] = grpc.aio.insecure_channel(self._address(broker_id))
+            self._channel_pids[broker_id] = pid
         return control_pb2_grpc.BrokerControlServiceStub(ch)
 
     def client(self, broker_id: int) -> broker_pb2_grpc.BrokerServiceStub:
