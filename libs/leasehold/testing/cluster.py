@@ -291,9 +291,21 @@ class LocalCluster:
             *([self.admin] if self.admin else []),
             *self.controllers.values(),
         ]
+        # Every process is stopped even when one of them will not go (a SIGKILLed process not
+        # reaped in time, e.g. under a tracer): the first such error is raised at the end, after
+        # the rest of the cluster, etcd included, is down.
+        failure: Exception | None = None
         for proc in order:
-            proc.terminate(timeout=15)
-        self.etcd.stop()
+            try:
+                proc.terminate(timeout=15)
+            except Exception as exc:
+                failure = failure or exc
+        try:
+            self.etcd.stop()
+        except Exception as exc:
+            failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> LocalCluster:
         return self.start()
