@@ -288,12 +288,14 @@ class Scenario:
             exc.add_note(f"cluster logs kept in {self.cluster.workdir}")
 
     def _stop(self, keep: bool) -> None:
-        for proc in self.cluster.brokers.values():
-            proc.resume()
-            if proc.name in self.profile:
-                proc.terminate(timeout=60)  # a clean exit writes the profile
-            proc.kill()
-        self.cluster.stop()
+        try:
+            for proc in self.cluster.brokers.values():
+                proc.resume()
+                if proc.name in self.profile:
+                    proc.terminate(timeout=60)  # a clean exit writes the profile
+                proc.kill()
+        finally:  # a broker that would not go must not leave etcd and the controllers running
+            self.cluster.stop()
         for path in self._broker_data:
             shutil.rmtree(path, ignore_errors=True)
         if self.profile:

@@ -1,12 +1,14 @@
-"""The scenario benchmarks' pure pieces: how partitions are laid out and how runs are sized."""
+"""The scenario benchmarks' pure pieces: partition layout, run sizing, teardown."""
 
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 
 import pytest
 
-from bench.scenario import TMPFS, Layout, Sizing
+from bench.scenario import TMPFS, Layout, Scenario, Sizing
 
 
 @pytest.mark.parametrize(
@@ -68,3 +70,28 @@ LARGE |= {"broker_tolerance": math.inf, "answer_within": 3.0}
 )
 def test_sizing_by_partition_count(partitions, expected):
     assert Sizing.of(partitions) == expected
+
+
+def test_teardown_stops_the_cluster_when_a_broker_will_not_go():
+    """A broker whose SIGKILL is not reaped in time (it happened under a tracer) must not leave
+    etcd and the controllers running: the cluster is stopped and the error still raised."""
+
+    class Stuck:
+        name = "broker-1"
+
+        def resume(self) -> None:
+            pass
+
+        def kill(self) -> None:
+            raise subprocess.TimeoutExpired("broker-1", 10)
+
+    sc = Scenario(controllers=0, brokers=0, profile=())
+    stopped: list[bool] = []
+    sc.cluster.brokers = {1: Stuck()}
+    sc.cluster.stop = lambda: stopped.append(True)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            sc._stop(keep=False)
+        assert stopped == [True]
+    finally:
+        shutil.rmtree(sc.cluster.workdir, ignore_errors=True)
