@@ -28,6 +28,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TypeVar
 
 from leasehold.controller.v1 import controller_pb2
 from leasehold.etcd.fenced import CommitResult, Write
@@ -134,6 +135,9 @@ class RecordingChannels(ControllerChannelManager):
             self.remove_broker(broker_id)
 
 
+Recording = TypeVar("Recording", bound=RecordingChannels)
+
+
 def metadata_events(
     partitions: int, leader: int | None
 ) -> tuple[list[ev.ControllerEvent], dict[TopicPartition, int]]:
@@ -173,16 +177,32 @@ def metadata_events(
     return events, leaders
 
 
-async def standby(partitions: int, leader: int | None, statelog: StateChangeLog) -> Controller:
+async def standby(
+    partitions: int,
+    leader: int | None,
+    statelog: StateChangeLog,
+    channels: type[RecordingChannels] = RecordingChannels,
+) -> Controller:
+    """A standby controller that has seen the cluster's metadata; once active, it talks to
+    the brokers through ``channels`` (a ``RecordingChannels``, or a test's subclass of it)."""
     events, _ = metadata_events(partitions, leader)
     store = MemoryStore(first_revision=10 * partitions)
-    c = Controller(
-        ControllerConfig(controller_id=1), store, statelog, lambda: [], RecordingChannels
-    )
+    c = Controller(ControllerConfig(controller_id=1), store, statelog, lambda: [], channels)
     for e in events:
         await c.handle(e)
     await c.handle(ev.RefreshStandbyCache())  # the standby's deferred cache refresh, now
     return c
+
+
+async def active(
+    partitions: int, statelog: StateChangeLog, channels: type[Recording]
+) -> tuple[Controller, Recording]:
+    """An active controller, broker 1 leading every partition, after its failover and the
+    answers to it; with its ``channels``."""
+    c = await standby(partitions, 1, statelog, channels)
+    await failover(c)
+    assert isinstance(c.channels, channels)
+    return c, c.channels
 
 
 async def failover(c: Controller) -> dict[str, float]:

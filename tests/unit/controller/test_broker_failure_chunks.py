@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.controller_micro import RecordingChannels, failover, standby
+from bench.controller_micro import RecordingChannels, active
 from leasehold.broker.v1 import control_pb2
 from leasehold.etcd.fenced import FencedError
 from leasehold.statechange import StateChangeRecord
@@ -68,11 +68,7 @@ async def _active(monkeypatch) -> AsyncIterator[tuple[Controller, _Seen, Path]]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
         log = StateChangeLog(str(path), controller_id=1)
-        c = await standby(PARTITIONS, 1, log)
-        c._channel_factory = _Seen
-        await failover(c)
-        channels = c.channels
-        assert isinstance(channels, _Seen)
+        c, channels = await active(PARTITIONS, log, _Seen)
         await asyncio.sleep(0.05)
         channels.seen.clear()
         try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.controller_micro import RecordingChannels, failover, standby
+from bench.controller_micro import RecordingChannels, active
 from leasehold.broker.v1 import control_pb2
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
@@ -73,11 +73,7 @@ async def test_elections_reach_grpc_before_the_replica_step_and_records_after() 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
         log = StateChangeLog(str(path), controller_id=1)
-        c = await standby(PARTITIONS, 1, log)
-        c._channel_factory = _Watching
-        await failover(c)
-        channels = c.channels
-        assert isinstance(channels, _Watching)
+        c, channels = await active(PARTITIONS, log, _Watching)
         before = {tp: c.ctx.leader_and_isr(tp) for tp in TPS}
         lines_before = len(path.read_text().splitlines())
         channels.probe = lambda: (
@@ -134,11 +130,7 @@ async def test_records_are_written_once_idle_senders_have_the_requests() -> None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
         log = StateChangeLog(str(path), controller_id=1)
-        c = await standby(PARTITIONS, 1, log)
-        c._channel_factory = _Watching
-        await failover(c)
-        channels = c.channels
-        assert isinstance(channels, _Watching)
+        c, channels = await active(PARTITIONS, log, _Watching)
         await c.handle(ev.BrokerChange(registered=(BrokerInfo(4, "127.0.0.1", 9004, epoch=9),)))
         await asyncio.sleep(0.05)
         lines_before = len(path.read_text().splitlines())
@@ -196,11 +188,7 @@ async def test_update_metadata_leaves_while_the_event_s_records_are_encoded(monk
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
         log = StateChangeLog(str(path), controller_id=1)
-        c = await standby(PARTITIONS, 1, log)
-        c._channel_factory = _AnsweredAfterReplicaStep
-        await failover(c)
-        channels = c.channels
-        assert isinstance(channels, _AnsweredAfterReplicaStep)
+        c, channels = await active(PARTITIONS, log, _AnsweredAfterReplicaStep)
         await asyncio.sleep(0.05)
         lines_before = len(path.read_text().splitlines())
         offline = PartitionReplica(TPS[0], 1)
