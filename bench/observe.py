@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,46 @@ async def watch_until(
     raise RuntimeError(f"watch on {key!r} ended")
 
 
+async def _poll(
+    address: str,
+    attempt: Callable[[broker_pb2_grpc.BrokerServiceStub, float], Awaitable[bool]],
+    pending: Callable[[], str],
+    interval: float,
+    timeout: float,
+) -> float:
+    """Call ``attempt(stub, call_timeout)`` on one broker, ``interval`` apart, until it says
+    done: the wall time it did (``TimeoutError`` naming ``pending()`` after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = broker_pb2_grpc.BrokerServiceStub(channel)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"broker at {address}: {pending()}")
+            if await attempt(stub, min(left, 10.0)):
+                return time.time()
+            await asyncio.sleep(interval)
+
+
+async def _each_broker(
+    addresses: dict[int, str], one: Callable[[str], Awaitable[float]]
+) -> dict[int, float]:
+    """``one(address)`` for every broker at once: broker id -> its result."""
+    ids = sorted(addresses)
+    times = await asyncio.gather(*(one(addresses[b]) for b in ids))
+    return dict(zip(ids, times, strict=True))
+
+
+async def _metadata(
+    stub: broker_pb2_grpc.BrokerServiceStub, request: broker_pb2.MetadataRequest, limit: float
+) -> broker_pb2.MetadataResponse | None:
+    """The broker's Metadata answer, or None if the call failed (the broker is busy or down)."""
+    try:
+        return await stub.Metadata(request, timeout=limit)
+    except grpc.aio.AioRpcError:
+        return None
+
+
 async def poll_brokers(
     addresses: dict[int, str],
     ready: Callable[[broker_pb2.MetadataResponse], bool],
@@ -68,25 +108,14 @@ async def poll_brokers(
     """
     request = request or broker_pb2.MetadataRequest()
 
-    async def one(address: str) -> float:
-        deadline = time.monotonic() + timeout
-        async with grpc.aio.insecure_channel(address) as channel:
-            stub = broker_pb2_grpc.BrokerServiceStub(channel)
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"broker at {address} not ready after {timeout:g}s")
-                try:
-                    answer = await stub.Metadata(request, timeout=min(left, 10.0))
-                except grpc.aio.AioRpcError:
-                    answer = None
-                if answer is not None and ready(answer):
-                    return time.time()
-                await asyncio.sleep(interval)
+    def one(address: str) -> Awaitable[float]:
+        async def attempt(stub: broker_pb2_grpc.BrokerServiceStub, limit: float) -> bool:
+            answer = await _metadata(stub, request, limit)
+            return answer is not None and ready(answer)
 
-    ids = sorted(addresses)
-    times = await asyncio.gather(*(one(addresses[b]) for b in ids))
-    return dict(zip(ids, times, strict=True))
+        return _poll(address, attempt, lambda: f"not ready after {timeout:g}s", interval, timeout)
+
+    return await _each_broker(addresses, one)
 
 
 async def poll_topics(
@@ -107,30 +136,22 @@ async def poll_topics(
     ``interval``, each built and then parsed here) shrinks as they catch up.
     """
 
-    async def one(address: str) -> float:
-        deadline = time.monotonic() + timeout
+    def one(address: str) -> Awaitable[float]:
         pending = dict(topics)
-        async with grpc.aio.insecure_channel(address) as channel:
-            stub = broker_pb2_grpc.BrokerServiceStub(channel)
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"broker at {address}: topics {sorted(pending)} not done")
-                request = broker_pb2.MetadataRequest(topics=sorted(pending))
-                try:
-                    answer = await stub.Metadata(request, timeout=min(left, 10.0))
-                except grpc.aio.AioRpcError:
-                    answer = None
-                for t in answer.topics if answer is not None else ():
-                    if t.name in pending and _topic_done(t, pending[t.name], ok):
-                        del pending[t.name]
-                if not pending:
-                    return time.time()
-                await asyncio.sleep(interval)
 
-    ids = sorted(addresses)
-    times = await asyncio.gather(*(one(addresses[b]) for b in ids))
-    return dict(zip(ids, times, strict=True))
+        async def attempt(stub: broker_pb2_grpc.BrokerServiceStub, limit: float) -> bool:
+            request = broker_pb2.MetadataRequest(topics=sorted(pending))
+            answer = await _metadata(stub, request, limit)
+            for t in answer.topics if answer is not None else ():
+                if t.name in pending and _topic_done(t, pending[t.name], ok):
+                    del pending[t.name]
+            return not pending
+
+        return _poll(
+            address, attempt, lambda: f"topics {sorted(pending)} not done", interval, timeout
+        )
+
+    return await _each_broker(addresses, one)
 
 
 def _topic_done(
