@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from leasehold import metadata_digest
@@ -35,6 +35,7 @@ from services.broker_agent.produce import ProduceEntry, ProduceHandler
 from services.broker_agent.replica_manager import ReplicaManager
 
 T = TypeVar("T")
+Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
 # Control requests naming more partitions than this are decoded and validated on a worker
 # thread: 100,000 partitions take most of a CPU-second, which must not stall the event loop
 # (gRPC, fetchers, the etcd lease keep-alive). The thread still shares the GIL, handing it
@@ -305,12 +306,12 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        with self._replicas.priority.control():
-            with _collector_paused(self._heap, len(request.partition_states)):
-                domain = await _decode(len(request.partition_states), decode)
-                result = await self._replicas.become_leader_or_follower(domain)
-            self._heap.settle_after(len(domain.partitions))
-            fields = await _result_fields(result)
+        fields = await self._handle(
+            len(request.partition_states),
+            decode,
+            self._replicas.become_leader_or_follower,
+            _result_fields,
+        )
         return control_pb2.LeaderAndIsrResponse(**fields)
 
     async def StopReplica(
@@ -321,12 +322,9 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        with self._replicas.priority.control():
-            with _collector_paused(self._heap, len(request.partition_states)):
-                domain = await _decode(len(request.partition_states), decode)
-                result = await self._replicas.stop_replicas(domain)
-            self._heap.settle_after(len(domain.partitions))
-            fields = await _result_fields(result)
+        fields = await self._handle(
+            len(request.partition_states), decode, self._replicas.stop_replicas, _result_fields
+        )
         return control_pb2.StopReplicaResponse(**fields)
 
     async def UpdateMetadata(
@@ -338,11 +336,28 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_digest_only(domain)
             return domain
 
-        with self._replicas.priority.control():
-            with _collector_paused(self._heap, len(request.partition_states)):
-                domain = await _decode(len(request.partition_states), decode)
-                result = await self._replicas.update_metadata(domain)
-            self._heap.settle_after(len(domain.partitions))
-        return control_pb2.UpdateMetadataResponse(
-            error_code=int(result.error), error_message=result.message
+        async def answer(result: ControlResult) -> control_pb2.UpdateMetadataResponse:
+            return control_pb2.UpdateMetadataResponse(
+                error_code=int(result.error), error_message=result.message
+            )
+
+        return await self._handle(
+            len(request.partition_states), decode, self._replicas.update_metadata, answer
         )
+
+    async def _handle(
+        self,
+        size: int,
+        decode: Callable[[], Request],
+        apply: Callable[[Request], Awaitable[ControlResult]],
+        answer: Callable[[ControlResult], Awaitable[T]],
+    ) -> T:
+        """One control request: ahead of the data plane (``control_priority``), decoded
+        (off the loop when large) and applied without the cyclic collector, the survivors then
+        frozen, and its answer built, all before the data plane may run again."""
+        with self._replicas.priority.control():
+            with _collector_paused(self._heap, size):
+                domain = await _decode(size, decode)
+                result = await apply(domain)
+            self._heap.settle_after(len(domain.partitions))
+            return await answer(result)
