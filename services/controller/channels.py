@@ -156,6 +156,7 @@ class ControllerChannelManager:
             return
         if broker.task is not None:
             broker.task.cancel()
+        broker.progress.set()  # nobody waits for its answers any more (``wait_answered``)
         asyncio.get_running_loop().create_task(broker.channel.close())
 
     def update_broker(self, info: BrokerInfo) -> None:
@@ -264,6 +265,29 @@ class ControllerChannelManager:
             return False
         return True
 
+    async def wait_answered(self, timeout_s: float) -> bool:
+        """Wait until every broker has answered each batch queued so far (its sender is done
+        with them, the requests queued behind an answer included); False after ``timeout_s``.
+
+        A caller about to compute for long on the event loop waits here first, so that each
+        answer is taken as it comes and the next request leaves at once, as Kafka's send
+        threads would do beside its event thread. A broker removed meanwhile is not waited for.
+        """
+        targets = [(b, b.queued) for b in self._brokers.values() if b.finished < b.queued]
+
+        async def answered(broker: _Broker, target: int) -> None:
+            while broker.finished < target and self._brokers.get(broker.info.id) is broker:
+                broker.progress.clear()
+                await broker.progress.wait()
+
+        if not targets:
+            return True
+        try:
+            await asyncio.wait_for(asyncio.gather(*(answered(b, t) for b, t in targets)), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     def total_queue_size(self) -> int:
         """Request batches not yet answered, over every broker: queued or in flight (Kafka's
         ControllerChannelManager TotalQueueSize)."""
@@ -307,6 +331,7 @@ class ControllerChannelManager:
                         )
                 span.set_attributes(telemetry.attrs(attempts=attempts))
             broker.finished += 1
+            broker.progress.set()
 
     async def _settle(
         self, broker: _Broker, queued: wire.DigestFirst, answer: Message

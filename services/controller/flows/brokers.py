@@ -48,6 +48,11 @@ log = logging.getLogger(__name__)
 # apply the first leaders while the controller decides and commits the rest (at 10,000
 # partitions the first requests left ~0.65 s after the expiry, all at once).
 ELECTION_CHUNK = 5_000
+# How long a failure's replica step waits for the brokers to answer the elections' requests
+# (``ControllerChannelManager.wait_answered``). A broker failure leading 10,000 partitions is
+# answered in about half a second; a broker that does not answer (stopped, partitioned) holds
+# the rest of the event for this long at most, and its requests are retried as before.
+ANSWERS_WAIT_S = 1.0
 
 
 class BrokerFlows:
@@ -139,7 +144,8 @@ class BrokerFlows:
     async def on_broker_failure(self, dead_ids: Sequence[int]) -> None:
         """Kafka's ``onBrokerFailure``, sending each state machine's batch as its step ends
         (``handleStateChanges``): the re-elected partitions' LeaderAndIsr and UpdateMetadata
-        leave before the replica step (StopReplica, ISR shrink) is even decided.
+        leave before the replica step (StopReplica, ISR shrink) is even decided, and that step
+        waits until the brokers have answered them (``ANSWERS_WAIT_S`` at most).
 
         The partitions the dead brokers led move Offline and are elected again
         ``ELECTION_CHUNK`` at a time, pipelined (module docstring); then whatever else is New
@@ -170,6 +176,11 @@ class BrokerFlows:
                 selector=LeaderSelector.OFFLINE,
             )
             await c.send_now()
+            # The replica step below computes for a while on the event loop, and an answer
+            # arriving meanwhile would wait for it, and with it the rest of each broker's chain
+            # (UpdateMetadata, the next chunk): let the brokers answer the elections first.
+            if c.channels is not None and without_leader:
+                await c.channels.wait_answered(ANSWERS_WAIT_S)
             # Dead replicas leave the ISR (the dead leader's partitions were re-elected above),
             # a chunk at a time: between chunks the brokers' answers are taken, so the
             # election chunks still queued behind them leave meanwhile.

@@ -40,6 +40,7 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.core.plan_builder import transition_record
+from services.controller.flows import brokers as brokers_flow
 from services.controller.statelog import StateChangeLog
 
 PARTITIONS = 4  # one topic, bench-0, partitions 0-3; replicas [1, 2, 3] or [1, 3, 2]
@@ -185,6 +186,9 @@ async def test_update_metadata_leaves_while_the_event_s_records_are_encoded(monk
     after the replica step, the sender gets to send it while the event's state-change records
     are still being encoded (``StateChangeLog.flush_async``), not after the log is written."""
     monkeypatch.setattr(statelog_module, "FLUSH_SLICE", 1)
+    # The replica step waits for the election's answers, and these never come before it: the
+    # wait times out (a broker too slow to answer), as it may in production.
+    monkeypatch.setattr(brokers_flow, "ANSWERS_WAIT_S", 0.05)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sc.log"
         log = StateChangeLog(str(path), controller_id=1)
@@ -209,6 +213,94 @@ async def test_update_metadata_leaves_while_the_event_s_records_are_encoded(monk
     for b in (2, 3):
         mine = [(k, n) for x, k, _, _, n in seen if x == b]
         assert mine[:2] == [(LEADER_AND_ISR, lines_before), (UPDATE_METADATA, lines_before)]
+
+
+class _SlowLeaderAndIsr(_Watching):
+    """As ``_Watching``, but a LeaderAndIsr is answered ``delay`` seconds after it is sent (a
+    broker applying it), or never when ``delay`` is None."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delay: float | None = 0.05
+
+    def _method(self, broker: _Broker, kind: str):
+        inner = super()._method(broker, kind)
+
+        def call(request, timeout=None):
+            async def invoke():
+                answer = await inner(request, timeout=timeout)
+                if kind == LEADER_AND_ISR:
+                    if self.delay is None:
+                        await asyncio.Event().wait()
+                    await asyncio.sleep(self.delay)
+                return answer
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+
+async def test_the_replica_step_waits_for_the_elections_answers() -> None:
+    """The election's UpdateMetadata follows its LeaderAndIsr's answer at once, not after the
+    replica step: that step waits (``wait_answered``) until the brokers have answered."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        c, channels = await active(PARTITIONS, log, _SlowLeaderAndIsr)
+        assert await channels.wait_answered(5.0)  # the failover's requests
+        offline = PartitionReplica(TPS[0], 1)
+        channels.probe = lambda: (c.ctx.replica_state(offline), 0)
+        channels.seen.clear()
+
+        await c.handle(ev.BrokerChange(deregistered=(1,)))
+        seen = [(b, k, s) for b, k, _, s, _ in channels.seen]
+        await c.deactivate("done")
+        log.close()
+
+    for b in (2, 3):
+        assert [(k, s) for x, k, s in seen if x == b] == [
+            (LEADER_AND_ISR, ReplicaState.ONLINE),
+            (UPDATE_METADATA, ReplicaState.ONLINE),  # before the replica step, not after it
+        ]
+
+
+async def test_a_broker_that_does_not_answer_holds_the_replica_step_only_so_long(
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(brokers_flow, "ANSWERS_WAIT_S", 0.1)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        c, channels = await active(PARTITIONS, log, _SlowLeaderAndIsr)
+        assert await channels.wait_answered(5.0)  # the failover's requests
+        channels.delay = None
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(c.handle(ev.BrokerChange(deregistered=(1,))), 5)
+        took = asyncio.get_running_loop().time() - started
+        done = c.ctx.replica_state(PartitionReplica(TPS[0], 1))
+        await c.deactivate("done")
+        log.close()
+    assert done is ReplicaState.OFFLINE  # the replica step ran after the bounded wait
+    assert took >= 0.1
+
+
+async def test_wait_answered_follows_each_broker_s_answers() -> None:
+    ch = _Held()
+    for b in (1, 2):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+    assert await ch.wait_answered(0.01)  # nothing queued
+    request = control_pb2.UpdateMetadataRequest()
+    ch.send(1, UPDATE_METADATA, request)
+    ch.send(2, LEADER_AND_ISR, request)
+    assert not await ch.wait_answered(0.05)
+    ch.release.set()
+    assert await ch.wait_answered(1.0)
+    # A broker that leaves is not waited for.
+    ch.release.clear()
+    ch.send(2, UPDATE_METADATA, request)
+    waiting = asyncio.create_task(ch.wait_answered(5.0))
+    await asyncio.sleep(0.01)
+    ch.remove_broker(2)
+    assert await asyncio.wait_for(waiting, 1.0)
+    await ch.close()
 
 
 @pytest.mark.parametrize(
@@ -242,6 +334,11 @@ def test_transition_record_is_the_dataclass_record(kind, tp, replica, lai) -> No
     assert got.to_json("trace") == want.to_json("trace")
 
 
+class _NoChannel:
+    async def close(self) -> None:
+        pass
+
+
 class _Held(ControllerChannelManager):
     """Senders whose calls serialise at once and are answered only when ``release`` is set."""
 
@@ -251,7 +348,7 @@ class _Held(ControllerChannelManager):
         self.wire: list[tuple[int, str]] = []
 
     def add_broker(self, info: BrokerInfo) -> None:
-        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
+        broker = _Broker(info, channel=_NoChannel())  # type: ignore[arg-type]
         broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
         broker.task = asyncio.create_task(self._sender(broker))
         self._brokers[info.id] = broker
