@@ -81,6 +81,9 @@ class SilentLeader:
         await self._never.wait()
         raise AssertionError("unreachable")
 
+    async def wait_ready(self, _timeout_s: float) -> bool:
+        return True
+
     async def fetch(self, *_args: Any, **_kwargs: Any) -> Any:
         return await self._wait()
 

@@ -154,6 +154,8 @@ class ReplicaFetcher:
     async def do_work(self) -> None:
         if self._data_turn is not None:
             await self._data_turn()
+        if not await self.endpoint.wait_ready(self._settings.backoff_ms / 1000.0):
+            return  # the leader is still unreachable: build nothing for it yet
         await self.maybe_truncate()
         await self.maybe_fetch()
 

@@ -52,6 +52,10 @@ class ScriptedLeader:
     fetch_requests: list[list] = field(default_factory=list)
     on_fetch: object = None
     leader: Endpoint = LEADER
+    ready: bool = True  # what ``wait_ready`` answers (the channel to the leader is up)
+
+    async def wait_ready(self, _timeout_s: float) -> bool:
+        return self.ready
 
     async def offsets_for_leader_epoch(self, requests):
         self.epoch_requests.append(dict(requests))
@@ -236,6 +240,20 @@ async def test_corrupt_batches_and_unreachable_leader_back_off(follower):
         assert partition.log.log_end_offset == 0
         clock.now += BACKOFF
     assert len(leader.fetch_requests) == 3
+
+
+async def test_no_round_is_built_while_the_leader_cannot_be_reached(follower):
+    partition, clock = follower()
+    leader = ScriptedLeader()
+    leader.ready = False
+    fetcher = fetcher_for(partition, leader, clock, PartitionFetchState(0, 5, Phase.FETCHING))
+    for _ in range(3):
+        await fetcher.do_work()
+    assert leader.fetch_requests == []  # Kafka's awaitReady: nothing built, nothing sent
+    leader.ready = True
+    leader.fetches.append(FetchedPartition(Code.NONE, high_watermark=1, records=batch(0, 5, b"a")))
+    await fetcher.do_work()
+    assert len(leader.fetch_requests) == 1 and values(partition) == [b"a"]
 
 
 async def test_an_answer_for_a_partition_that_moved_on_is_dropped(follower):

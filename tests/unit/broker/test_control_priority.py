@@ -181,9 +181,13 @@ async def test_a_replica_fetcher_round_waits_its_turn() -> None:
         async def maybe_fetch(self) -> None:
             pass
 
+    class _Ready:
+        async def wait_ready(self, _timeout_s: float) -> bool:
+            return True
+
     fetcher = _Fetcher(
         0,
-        None,
+        _Ready(),  # type: ignore[arg-type]
         None,
         FetcherSettings(),
         lambda: 0,

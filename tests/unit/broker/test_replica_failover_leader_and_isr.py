@@ -43,6 +43,9 @@ class SilentLeader:
 
     fetch = offsets_for_leader_epoch = list_offset = _never
 
+    async def wait_ready(self, _timeout_s: float) -> bool:
+        return True
+
     async def close(self) -> None:
         pass
 
