@@ -93,6 +93,20 @@ async def _metadata(
         return None
 
 
+async def warm_metadata(addresses: dict[int, str]) -> None:
+    """One all-topics Metadata call per broker, so their per-topic answer caches are built as
+    a cluster with clients would have them; a poll afterwards costs a broker only the topics
+    that changed since (a first 10,000-partition answer costs it ~0.1 s of CPU)."""
+
+    async def one(address: str) -> float:
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = broker_pb2_grpc.BrokerServiceStub(channel)
+            await stub.Metadata(broker_pb2.MetadataRequest(all_topics=True), timeout=60)
+        return time.time()
+
+    await _each_broker(addresses, one)
+
+
 async def poll_brokers(
     addresses: dict[int, str],
     ready: Callable[[broker_pb2.MetadataResponse], bool],

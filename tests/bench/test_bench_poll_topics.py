@@ -9,7 +9,7 @@ import time
 import grpc
 import pytest
 
-from bench.observe import poll_topics
+from bench.observe import poll_topics, warm_metadata
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc
 from leasehold.common.v1 import common_pb2
 
@@ -103,3 +103,23 @@ async def test_poll_topics_times_out_naming_what_is_pending() -> None:
             )
     finally:
         await server.stop(None)
+
+
+class _Counting(broker_pb2_grpc.BrokerServiceServicer):
+    def __init__(self) -> None:
+        self.calls: list[bool] = []  # all_topics of each Metadata call
+
+    async def Metadata(self, request, context):
+        self.calls.append(request.all_topics)
+        return broker_pb2.MetadataResponse(topics=[_topic("a", [2])])
+
+
+async def test_warm_metadata_asks_each_broker_once_for_every_topic() -> None:
+    brokers = [_Counting(), _Counting()]
+    served = [await _serve(b) for b in brokers]
+    try:
+        await warm_metadata({i: address for i, (_, address) in enumerate(served)})
+    finally:
+        for server, _ in served:
+            await server.stop(0)
+    assert [b.calls for b in brokers] == [[True], [True]]
