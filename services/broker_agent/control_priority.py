@@ -30,6 +30,8 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 
+from leasehold.channels import give_calls_a_turn
+
 # How long the data plane still waits after a control request: the controller sends a broker's
 # next request (the UpdateMetadata after a LeaderAndIsr, the next chunk of a failure's
 # elections) as soon as it has the answer, a loop round trip later, and a fetch round or a
@@ -40,6 +42,9 @@ from collections.abc import Iterator
 LINGER_S = 0.05
 # The longest data-plane work waits after the start of the latest control request.
 MAX_HOLD_S = 0.5
+# Partitions a long data-plane step (a session fetch round, a Metadata answer) handles between
+# two preemption points (``ControlPriority.pause``): 10-25 ms of the loop at 5,000 partitions.
+SLICE = 500
 
 
 class ControlPriority:
@@ -80,6 +85,14 @@ class ControlPriority:
     def _open(self, ended: int) -> None:
         if not self._active and self._ended == ended:  # no control request since
             self._idle.set()
+
+    async def pause(self) -> None:
+        """A preemption point inside long data-plane work (``SLICE``): the loop runs what is
+        ready (a control request arriving takes several rounds to reach its handler), and the
+        work goes on when the data plane's turn is back. Without it a full fetch session of
+        5,000 partitions held the loop for 150-250 ms, and the UpdateMetadata behind it."""
+        await give_calls_a_turn()
+        await self.data_turn()
 
     async def data_turn(self) -> None:
         """Return at once when no control request is being handled; else when none is, or

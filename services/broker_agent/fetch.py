@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from services.broker_agent import leader_offsets
+from services.broker_agent.control_priority import SLICE
 from services.broker_agent.fetch_session import (
     FINAL_EPOCH,
     INVALID_SESSION_ID,
@@ -186,7 +187,7 @@ class FetchHandler:
                 to_read.update(dict.fromkeys(due))
         read: dict[CachedPartition, FetchResult] = {}
         budget = [params.max_bytes if params.max_bytes > 0 else 50 * 1024 * 1024]
-        self._session_round(params, session, to_read, read, budget, now)
+        await self._session_round(params, session, to_read, read, budget, now)
         while not full and wait_ms > 0 and not self._session_satisfied(params, read):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or session.closed:
@@ -194,7 +195,9 @@ class FetchHandler:
             if not session.dirty:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(session.wake.wait(), remaining)
-            self._session_round(params, session, session.take_dirty(), read, budget, self._clock())
+            await self._session_round(
+                params, session, session.take_dirty(), read, budget, self._clock()
+            )
         answer = []
         for cached, r in read.items():
             if not full and not cached.has_news(r):
@@ -210,7 +213,7 @@ class FetchHandler:
                     partition.note_high_watermark_sent(params.replica_id, r.high_watermark)
         return answer
 
-    def _session_round(
+    async def _session_round(
         self,
         params: FetchParams,
         session: FetchSession,
@@ -220,8 +223,15 @@ class FetchHandler:
         now: int,
     ) -> None:
         """Read ``to_read`` from their session state into ``read`` (a re-read replaces the
-        earlier result and gives its bytes back to the budget); note which stay unsettled."""
-        for cached in to_read:
+        earlier result and gives its bytes back to the budget); note which stay unsettled.
+
+        A control request arriving meanwhile goes first every ``SLICE`` partitions
+        (``ControlPriority.pause``); each partition is read as it is then, as Kafka reads a
+        fetch's partitions one after another."""
+        pause = self._replicas.priority.pause
+        for i, cached in enumerate(to_read):
+            if i and not i % SLICE:
+                await pause()
             if cached.forgotten:
                 continue  # by a later request of the session, while this one waited
             spec: FetchSpec = cached.request  # type: ignore[assignment]
