@@ -135,6 +135,7 @@ class BrokerAgent:
             self.replicas.follower_quota,
             throttled,
             self.replicas.priority.data_turn,
+            self.replicas.priority.pause,
         )
 
     def _on_configs(self, topics: set[str] | None) -> None:

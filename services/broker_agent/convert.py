@@ -247,14 +247,6 @@ class MetadataTopicPbCache:
             self._built[t.name] = (t, pb)
         return pb
 
-    def build(self, t: TopicView) -> int:
-        """Build ``t``'s answer ahead of ``response``; the partitions built (0 if it was)."""
-        entry = self._built.get(t.name)
-        if entry is not None and entry[0] is t:
-            return 0
-        self.topic_pb(t)
-        return len(t.partitions)
-
     def response(self, view: MetadataView, cluster_id: str) -> broker_pb2.MetadataResponse:
         topics = [self.topic_pb(t) for t in view.topics]
         if len(self._built) > 2 * len(view.topics) + 64:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from leasehold import telemetry
+from services.broker_agent.control_priority import SLICE
 from services.broker_agent.fetch_specs import FetchSpecBuilder, FetchStates
 from services.broker_agent.fetch_state import (
     EpochEndOffset,
@@ -68,6 +69,7 @@ class ReplicaFetcher:
         quota: ReplicationQuota | None = None,
         is_throttled: Callable[[TopicPartition], bool] = lambda _tp: False,
         data_turn: Callable[[], Awaitable[None]] | None = None,
+        pause: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.fetcher_id = fetcher_id
         self.endpoint = endpoint
@@ -76,8 +78,10 @@ class ReplicaFetcher:
         self._clock = clock
         self._quota = quota
         self._is_throttled = is_throttled
-        # Awaited before each round: control requests first (``control_priority``).
+        # Awaited before each round, and between slices of a long answer (``pause``): control
+        # requests first (``control_priority``).
         self._data_turn = data_turn
+        self._pause = pause
         self.states: FetchStates = FetchStates()
         self.failed: set[TopicPartition] = set()
         self._wake = asyncio.Event()
@@ -352,7 +356,10 @@ class ReplicaFetcher:
             await asyncio.sleep(min(self._settings.backoff_ms, 200) / 1000.0)
             return
         appended: list[Log] = []
-        for tp, data in responses.items():  # an incremental answer lists what has news
+        pause = self._pause
+        for i, (tp, data) in enumerate(responses.items()):  # incremental: what has news
+            if pause is not None and i and not i % SLICE:
+                await pause()  # a full answer after a leader change names thousands
             state = self.states.get(tp)
             spec = self._specs.spec_for(tp, state)
             if spec is None or state is None:

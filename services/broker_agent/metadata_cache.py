@@ -159,18 +159,15 @@ class MetadataCache:
     def topics(self) -> list[str]:
         return sorted(self._partitions)
 
-    def names(self, topics: list[str] | None) -> list[str]:
-        """The topics a Metadata request names: every topic when ``topics`` is None."""
-        return self.topics() if topics is None else list(dict.fromkeys(topics))
-
-    def topic_view(self, name: str) -> TopicView:
-        """``name``'s part of an answer (kept until an update touches the topic)."""
-        view = self._views.get(name)
-        return view if view is not None else self._topic_view(name)
-
     def describe(self, topics: list[str] | None) -> MetadataView:
         """Answer a Metadata request: every topic when ``topics`` is None."""
-        views = [self.topic_view(name) for name in self.names(topics)]
+        names = self.topics() if topics is None else list(dict.fromkeys(topics))
+        views = []
+        for name in names:
+            view = self._views.get(name)
+            if view is None:
+                view = self._topic_view(name)
+            views.append(view)
         return MetadataView(
             brokers=tuple(self.alive_brokers()),
             controller_id=self.controller_id,

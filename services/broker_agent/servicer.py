@@ -21,7 +21,6 @@ from leasehold.errors import InvalidRequestError
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
 from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
-from services.broker_agent.control_priority import SLICE
 from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import (
@@ -286,20 +285,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
         # Kafka's rule: all topics only when asked for; an empty list asks for none.
         wanted = None if request.all_topics else list(request.topics)
-        await self._build_topics(wanted)
         view = self._metadata.describe(wanted)
         return self._topic_pbs.response(view, self._cluster_id)
-
-    async def _build_topics(self, wanted: list[str] | None) -> None:
-        """Build the answers of the named topics an update has touched, ``SLICE`` partitions
-        between preemption points (``ControlPriority.pause``): after a broker failure every
-        topic changes, and one 10,000-partition answer held the loop for ~0.1 s."""
-        built = 0
-        for name in self._metadata.names(wanted):
-            built += self._topic_pbs.build(self._metadata.topic_view(name))
-            if built >= SLICE:
-                built = 0
-                await self._replicas.priority.pause()
 
 
 class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):

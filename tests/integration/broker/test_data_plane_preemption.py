@@ -1,20 +1,30 @@
 """Long data-plane steps let a control request go first (``ControlPriority.pause`` every
-``SLICE`` partitions): a session fetch round and a Metadata answer of topics an update touched.
-``SLICE`` is 1 here, so three partitions (or topics) give two preemption points."""
+``SLICE`` partitions): a leader's session fetch round, a follower's handling of the answer.
+``SLICE`` is 1 here, so three partitions give two preemption points."""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
-from test_broker_fetch_session import TPS, leader, request  # noqa: F401  (fixture)
+import grpc
+from test_broker_fetch_session import (  # noqa: F401  (leader: a fixture)
+    FOLLOWER,
+    TPS,
+    Clock,
+    append,
+    leader,
+    replica_manager,
+    request,
+)
 
-from leasehold.broker.v1 import broker_pb2
+from leasehold.broker.v1 import broker_pb2_grpc
 from services.broker_agent import fetch as fetch_module
-from services.broker_agent import servicer as servicer_module
+from services.broker_agent import fetcher as fetcher_module
 from services.broker_agent.control_priority import ControlPriority
-from services.broker_agent.metadata_cache import MetadataCache
-from services.broker_agent.model import Endpoint, MetadataPartition, UpdateMetadata
+from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
+from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.leader_endpoint import LeaderEndpoint
+from services.broker_agent.model import Endpoint
 
 
 async def _control_arrives_at_the_first_pause(priority: ControlPriority, step) -> list[str]:
@@ -60,32 +70,32 @@ async def test_a_session_fetch_round_lets_a_control_request_go_first(leader, mon
     assert sorted(p.partition for t in answers[0].topics for p in t.partitions) == [0, 1, 2]
 
 
-def _update(topics: list[str]) -> UpdateMetadata:
-    states = tuple(MetadataPartition(t, 0, 1, 1, (1, 2), (1, 2), 1, 1, f"id-{t}") for t in topics)
-    return UpdateMetadata(100, 3, -1, states, (Endpoint(1, "h", 1), Endpoint(2, "h", 2)), ())
-
-
-@pytest.mark.parametrize("all_topics", [True, False])
-async def test_a_metadata_answer_lets_a_control_request_go_first(leader, monkeypatch, all_topics):  # noqa: F811
-    servicer, replicas, _clock = leader
-    monkeypatch.setattr(servicer_module, "SLICE", 1)
-    replicas.priority = ControlPriority(linger_s=0.0)
-    cache = MetadataCache()
-    cache.update(_update(["a", "b", "c"]))
-    servicer._metadata = cache
-    call = broker_pb2.MetadataRequest(
-        all_topics=all_topics, topics=[] if all_topics else ["c", "a", "b"]
+async def test_a_follower_handles_a_long_answer_in_slices(leader, tmp_path, monkeypatch):  # noqa: F811
+    servicer, leader_replicas, _clock = leader
+    monkeypatch.setattr(fetcher_module, "SLICE", 1)
+    server = grpc.aio.server()
+    broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    follower = await replica_manager(FOLLOWER, tmp_path / "follower", Clock(), leader=1)
+    endpoint = LeaderEndpoint(Endpoint(1, "127.0.0.1", port), FOLLOWER, lambda: 7)
+    priority = ControlPriority(linger_s=0.0)
+    fetcher = ReplicaFetcher(
+        0,
+        endpoint,
+        follower,
+        FetcherSettings(max_wait_ms=0, flush=False),
+        Clock(),
+        pause=lambda: priority.pause(),
     )
-    answers = []
-
-    async def metadata() -> None:
-        answers.append(await servicer.Metadata(call, None))
-
-    order = await _control_arrives_at_the_first_pause(replicas.priority, metadata)
-    assert order == ["control", "data"]
-    want = ["a", "b", "c"] if all_topics else ["c", "a", "b"]
-    assert [t.name for t in answers[0].topics] == want
-    # Built once: a second call finds every answer built and pauses nowhere.
-    replicas.priority.pause = None  # type: ignore[assignment]
-    again = await servicer.Metadata(call, None)
-    assert again == answers[0]
+    fetcher.add_partitions({tp: PartitionFetchState(0, 1, Phase.FETCHING) for tp in TPS})
+    try:
+        for tp in TPS:
+            append(leader_replicas, tp, b"x")
+        order = await _control_arrives_at_the_first_pause(priority, fetcher.maybe_fetch)
+        assert order == ["control", "data"]
+        assert [follower.partition(tp).log.log_end_offset for tp in TPS] == [1, 1, 1]
+    finally:
+        await endpoint.close()
+        await server.stop(0)
+        follower.log_manager.close()
