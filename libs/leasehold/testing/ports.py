@@ -2,15 +2,51 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import time
 from collections.abc import Callable
 
+# Ports handed out below the kernel's ephemeral range (``ip_local_port_range``): a port the
+# kernel picks for ``bind(0)`` comes from that range, and between our check and the service's
+# own bind an outgoing connection (any client on the machine) may take it as its source port.
+# Seen in ``make test``: a broker's metrics port "already in use" a second after it was picked.
+_LOW = 20_000
+_handed: set[int] = set()
+
+
+def _ephemeral_start(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on, from below the ephemeral range when there is one, and not
+    handed out before by this process (two services started together get different ports)."""
+    top = _ephemeral_start()
+    if top - _LOW >= 1_000:
+        for _ in range(200):
+            port = random.randrange(_LOW, top)
+            if port not in _handed and _bindable(host, port):
+                _handed.add(port)
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        port = s.getsockname()[1]
+    _handed.add(port)
+    return port
 
 
 def wait_for_port(
