@@ -13,11 +13,13 @@ waits for the answer to the previous one.
 ``ControlPriority`` is the queue order: while a control request is being handled, data-plane
 work does not start (each Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and Metadata
 call, and each replica fetcher round, first awaits ``data_turn``); what already runs goes on
-to its next await. Between two control requests (the controller sends one at a time per
-broker and waits for each answer) the data plane runs, once ``LINGER_S`` has passed without
-another one. A control request holds the data plane for ``MAX_HOLD_S`` at most: a
-100,000-partition LeaderAndIsr takes seconds, and clients are then served between its slices,
-as before, rather than not at all. The bound is per request, not per spell of requests: a
+to its next await, and the long steps of replication (a leader's session fetch round, a
+follower's handling of the answer) have one every ``SLICE`` partitions (``pause``).
+Between two control requests (the controller sends one at a time per broker and waits for
+each answer) the data plane runs, once ``LINGER_S`` has passed without another one. A
+control request holds the data plane for ``MAX_HOLD_S`` at most: a 100,000-partition
+LeaderAndIsr takes seconds, and clients are then served between its slices, as before,
+rather than not at all. The bound is per request, not per spell of requests: a
 broker failure's four requests to a survivor take about a second together, and letting the
 replication in after the first half second slowed the last two as much as no priority.
 Nothing a control request awaits depends on the data plane: its syncs and log creation run on
