@@ -251,19 +251,7 @@ class ControllerChannelManager:
             ]
         else:
             targets = [(b, b.queued) for b in self._brokers.values() if b.issued < b.queued]
-
-        async def issued(broker: _Broker, target: int) -> None:
-            while broker.issued < target:
-                broker.progress.clear()
-                await broker.progress.wait()
-
-        if not targets:
-            return True
-        try:
-            await asyncio.wait_for(asyncio.gather(*(issued(b, t) for b, t in targets)), timeout_s)
-        except TimeoutError:
-            return False
-        return True
+        return await self._wait_progress(targets, lambda b, t: b.issued >= t, timeout_s)
 
     async def wait_answered(self, timeout_s: float) -> bool:
         """Wait until every broker has answered each batch queued so far (its sender is done
@@ -275,15 +263,29 @@ class ControllerChannelManager:
         """
         targets = [(b, b.queued) for b in self._brokers.values() if b.finished < b.queued]
 
-        async def answered(broker: _Broker, target: int) -> None:
-            while broker.finished < target and self._brokers.get(broker.info.id) is broker:
+        def done(broker: _Broker, target: int) -> bool:
+            return broker.finished >= target or self._brokers.get(broker.info.id) is not broker
+
+        return await self._wait_progress(targets, done, timeout_s)
+
+    @staticmethod
+    async def _wait_progress(
+        targets: list[tuple[_Broker, int]],
+        done: Callable[[_Broker, int], bool],
+        timeout_s: float,
+    ) -> bool:
+        """Wait until ``done(broker, target)`` for every target (re-checked whenever that
+        broker's sender moves on); False after ``timeout_s``."""
+
+        async def one(broker: _Broker, target: int) -> None:
+            while not done(broker, target):
                 broker.progress.clear()
                 await broker.progress.wait()
 
         if not targets:
             return True
         try:
-            await asyncio.wait_for(asyncio.gather(*(answered(b, t) for b, t in targets)), timeout_s)
+            await asyncio.wait_for(asyncio.gather(*(one(b, t) for b, t in targets)), timeout_s)
         except TimeoutError:
             return False
         return True

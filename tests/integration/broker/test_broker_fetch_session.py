@@ -302,16 +302,24 @@ async def test_a_follower_outside_the_isr_is_read_again_to_retry_joining(leader)
     assert last_fetch() == [1_000, 1_000, 1_200]
 
 
-async def test_a_follower_replicates_through_a_session_and_recovers_when_it_is_lost(
-    leader, tmp_path
-):
-    servicer, leader_replicas, _clock = leader
+async def served_with_follower(
+    servicer: BrokerServicer, tmp_path
+) -> tuple[grpc.aio.Server, ReplicaManager, LeaderEndpoint]:
+    """``servicer`` (broker 1, the leader) served on a loopback port, a follower replica manager
+    and the follower's endpoint to it."""
     server = grpc.aio.server()
     broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     follower = await replica_manager(FOLLOWER, tmp_path / "follower", Clock(), leader=1)
-    endpoint = LeaderEndpoint(Endpoint(1, "127.0.0.1", port), FOLLOWER, lambda: 7)
+    return server, follower, LeaderEndpoint(Endpoint(1, "127.0.0.1", port), FOLLOWER, lambda: 7)
+
+
+async def test_a_follower_replicates_through_a_session_and_recovers_when_it_is_lost(
+    leader, tmp_path
+):
+    servicer, leader_replicas, _clock = leader
+    server, follower, endpoint = await served_with_follower(servicer, tmp_path)
     settings = FetcherSettings(max_wait_ms=100, backoff_ms=100, flush=False)
     fetcher = ReplicaFetcher(0, endpoint, follower, settings, Clock())
     fetcher.add_partitions({tp: PartitionFetchState(0, 1, Phase.FETCHING) for tp in TPS})

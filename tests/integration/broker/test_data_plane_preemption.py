@@ -6,25 +6,20 @@ from __future__ import annotations
 
 import asyncio
 
-import grpc
 from test_broker_fetch_session import (  # noqa: F401  (leader: a fixture)
-    FOLLOWER,
     TPS,
     Clock,
     append,
     leader,
-    replica_manager,
     request,
+    served_with_follower,
 )
 
-from leasehold.broker.v1 import broker_pb2_grpc
 from services.broker_agent import fetch as fetch_module
 from services.broker_agent import fetcher as fetcher_module
 from services.broker_agent.control_priority import ControlPriority
 from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
 from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.leader_endpoint import LeaderEndpoint
-from services.broker_agent.model import Endpoint
 
 
 async def _control_arrives_at_the_first_pause(priority: ControlPriority, step) -> list[str]:
@@ -73,12 +68,7 @@ async def test_a_session_fetch_round_lets_a_control_request_go_first(leader, mon
 async def test_a_follower_handles_a_long_answer_in_slices(leader, tmp_path, monkeypatch):  # noqa: F811
     servicer, leader_replicas, _clock = leader
     monkeypatch.setattr(fetcher_module, "SLICE", 1)
-    server = grpc.aio.server()
-    broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    follower = await replica_manager(FOLLOWER, tmp_path / "follower", Clock(), leader=1)
-    endpoint = LeaderEndpoint(Endpoint(1, "127.0.0.1", port), FOLLOWER, lambda: 7)
+    server, follower, endpoint = await served_with_follower(servicer, tmp_path)
     priority = ControlPriority(linger_s=0.0)
     fetcher = ReplicaFetcher(
         0,
