@@ -189,8 +189,8 @@ class LeaderEndpoint:
         """Kafka's ``awaitReady`` before a fetcher builds its request: True at once unless the
         last call failed; then True once the channel to the leader is connected again, False
         if it is not within ``timeout_s``. A dead leader's fetcher (until a LeaderAndIsr moves
-        its partitions) so waits instead of building a request for every partition, to fail,
-        each backoff: 0.1 s of CPU per 10,000 partitions, four times a second."""
+        its partitions) so waits instead of building a request for every partition only to
+        fail, every 200 ms: 0.1 s of CPU per 10,000 partitions each time."""
         if not self._failed:
             return True
         try:
