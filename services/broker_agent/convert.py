@@ -14,6 +14,7 @@ from leasehold.common.v1 import common_pb2
 from services.broker_agent.fetch import FetchResult
 from services.broker_agent.log import DecodedRecord, Record
 from services.broker_agent.metadata_cache import MetadataView, TopicView
+from services.broker_agent.metadata_wire import TopicEncoder
 from services.broker_agent.model import (
     Code,
     ControlResult,
@@ -206,24 +207,14 @@ def fetch_partition_pb(result: FetchResult) -> broker_pb2.FetchPartitionResponse
     return out
 
 
-def metadata_topic_pb(t: TopicView) -> broker_pb2.MetadataTopic:
-    return broker_pb2.MetadataTopic(
-        error_code=int(t.error),
-        name=t.name,
-        topic_id=t.topic_id,
-        partitions=[
-            broker_pb2.MetadataPartition(
-                error_code=int(p.error),
-                partition=p.partition,
-                leader=p.leader,
-                leader_epoch=p.leader_epoch,
-                replicas=list(p.replicas),
-                isr=list(p.isr),
-                offline_replicas=list(p.offline_replicas),
-            )
-            for p in t.partitions
-        ],
-    )
+_TOPIC_ENCODER = TopicEncoder()
+
+
+def metadata_topic_pb(
+    t: TopicView, encoder: TopicEncoder = _TOPIC_ENCODER
+) -> broker_pb2.MetadataTopic:
+    """``t`` as a ``MetadataTopic`` (encoded directly: ``metadata_wire``)."""
+    return encoder.topic(t.name, int(t.error), t.topic_id, t.partitions)
 
 
 class MetadataTopicPbCache:
@@ -237,12 +228,13 @@ class MetadataTopicPbCache:
 
     def __init__(self) -> None:
         self._built: dict[str, tuple[TopicView, broker_pb2.MetadataTopic]] = {}
+        self._encoder = TopicEncoder()
 
     def topic_pb(self, t: TopicView) -> broker_pb2.MetadataTopic:
         entry = self._built.get(t.name)
         if entry is not None and entry[0] is t:
             return entry[1]
-        pb = metadata_topic_pb(t)
+        pb = metadata_topic_pb(t, self._encoder)
         if t.error == Code.NONE:
             self._built[t.name] = (t, pb)
         return pb

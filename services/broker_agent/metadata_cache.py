@@ -10,6 +10,7 @@ set of live brokers, and topics that are gone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from leasehold import metadata_digest
 from leasehold.broker.v1 import control_pb2
@@ -24,8 +25,10 @@ from services.broker_agent.model import (
 )
 
 
-@dataclass(frozen=True)
-class PartitionView:
+class PartitionView(NamedTuple):
+    """One partition as a Metadata answer lists it (a named tuple: an answer after a
+    failure builds thousands at once)."""
+
     partition: int
     error: Code
     leader: int
@@ -185,17 +188,20 @@ class MetadataCache:
         return view
 
     def _partition_view(self, state: MetadataPartition) -> PartitionView:
-        leader_alive = state.leader != NO_LEADER and state.leader in self._brokers
-        down = {r for r in state.replicas if r not in self._brokers}
-        offline = tuple(sorted(set(state.offline_replicas) | down))
+        brokers = self._brokers
+        leader_alive = state.leader != NO_LEADER and state.leader in brokers
+        offline = state.offline_replicas
+        down = [r for r in state.replicas if r not in brokers]
+        if len(offline) > 1 or any(r not in offline for r in down):  # else already sorted
+            offline = tuple(sorted(set(offline).union(down)))
         return PartitionView(
-            partition=state.partition,
-            error=Code.NONE if leader_alive else Code.LEADER_NOT_AVAILABLE,
-            leader=state.leader if leader_alive else NO_LEADER,
-            leader_epoch=state.leader_epoch,
-            replicas=state.replicas,
-            isr=state.isr,
-            offline_replicas=offline,
+            state.partition,
+            Code.NONE if leader_alive else Code.LEADER_NOT_AVAILABLE,
+            state.leader if leader_alive else NO_LEADER,
+            state.leader_epoch,
+            state.replicas,
+            state.isr,
+            offline,
         )
 
 

@@ -81,6 +81,21 @@ def test_dead_leader_and_replicas_are_reported():
     assert cache.alive_broker(2) is None and cache.alive_broker(3) == B3
 
 
+def test_offline_replicas_are_the_sorted_union_of_listed_and_dead_ones():
+    """The controller lists offline replicas in replica order; a replica on a broker missing
+    from the live set counts as offline whether listed or not."""
+    cache = MetadataCache()
+    states = [
+        mp("a", 0, 1, replicas=(3, 1, 2))._replace(offline_replicas=(3, 2)),
+        mp("a", 1, 1, replicas=(3, 1, 2))._replace(offline_replicas=(2,)),
+        mp("a", 2, 1, replicas=(3, 1, 2))._replace(offline_replicas=(3,)),
+        mp("a", 3, 1, replicas=(1, 2))._replace(offline_replicas=(2, 2)),
+    ]
+    cache.update(request(states, brokers=(B1, B3)))
+    (topic,) = cache.describe(["a"]).topics
+    assert [p.offline_replicas for p in topic.partitions] == [(2, 3), (2,), (2, 3), (2,)]
+
+
 def test_unknown_topic_and_duplicates_in_the_request():
     cache = MetadataCache()
     cache.update(request([mp("a", 0, 1)]))
