@@ -11,16 +11,15 @@ LeaderAndIsr took 2-3 times its own CPU to answer, and every chunk of a failure'
 waits for the answer to the previous one.
 
 ``ControlPriority`` is the queue order: while a control request is being handled, data-plane
-work does not start (each Produce, Fetch, ListOffsets and OffsetsForLeaderEpoch call and each
-replica fetcher round first awaits ``data_turn``; a Metadata call, ``client_turn``); what
-already runs goes on to its next await, and the long steps of replication (a leader's session
-fetch round, a follower's handling of the answer) have one every ``SLICE`` partitions
-(``pause``). Between two control requests (the controller sends one at a time per broker and
-waits for each answer) the data plane runs, once ``LINGER_S`` has passed without another one;
-Metadata calls do not wait for the linger (they are cheap, and what clients need first once
-leadership has moved). A control request holds the data plane for ``MAX_HOLD_S`` at most: a
-100,000-partition LeaderAndIsr takes seconds, and clients are then served between its slices,
-as before, rather than not at all. The bound is per request, not per spell of requests: a
+work does not start (each Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and Metadata
+call, and each replica fetcher round, first awaits ``data_turn``); what already runs goes on
+to its next await, and the long steps of replication (a leader's session fetch round, a
+follower's handling of the answer) have one every ``SLICE`` partitions (``pause``).
+Between two control requests (the controller sends one at a time per broker and waits for
+each answer) the data plane runs, once ``LINGER_S`` has passed without another one. A
+control request holds the data plane for ``MAX_HOLD_S`` at most: a 100,000-partition
+LeaderAndIsr takes seconds, and clients are then served between its slices, as before,
+rather than not at all. The bound is per request, not per spell of requests: a
 broker failure's four requests to a survivor take about a second together, and letting the
 replication in after the first half second slowed the last two as much as no priority.
 Nothing a control request awaits depends on the data plane: its syncs and log creation run on
@@ -37,10 +36,13 @@ from leasehold.channels import give_calls_a_turn
 
 # How long the data plane still waits after a control request: the controller sends a broker's
 # next request (the UpdateMetadata after a LeaderAndIsr, the next chunk of a failure's
-# elections) as soon as it has the answer, a loop round trip later, and a fetch round started
-# in between holds it up for 100-200 ms at 5,000 partitions. With 20 ms the next request was
-# seen arriving 1-10 ms too late (traced broker failures, 2026-11-23); 50 ms covers a busy
-# controller's round trip. Metadata calls skip it (``client_turn``).
+# elections) as soon as it has the answer, a loop round trip later, and a fetch round or a
+# Metadata answer started in between holds it up for 100-200 ms at 5,000 partitions. With 20 ms
+# the next request was seen arriving 1-10 ms too late (traced broker failures, 2026-11-23);
+# 50 ms covers a busy controller's round trip and is still short enough not to matter to
+# clients. Metadata calls wait for it too: let through between two requests of a spell, they
+# rebuilt the answers of every topic the spell had moved there, and the next request waited
+# 50-160 ms (traced, 2026-11-23), more than the linger they saved.
 LINGER_S = 0.05
 # The longest data-plane work waits after the start of the latest control request.
 MAX_HOLD_S = 0.5
@@ -60,8 +62,6 @@ class ControlPriority:
         self._busy_since = 0.0  # loop time the latest control request began
         self._idle = asyncio.Event()
         self._idle.set()
-        self._quiet = asyncio.Event()  # no control request being handled (linger aside)
-        self._quiet.set()
         self.waits = 0  # data-plane entries that had to wait (a metric, and for tests)
         self.overheld = 0  # of which let through after ``max_hold_s``
 
@@ -76,14 +76,12 @@ class ControlPriority:
         self._busy_since = asyncio.get_running_loop().time()
         self._active += 1
         self._idle.clear()
-        self._quiet.clear()
         try:
             yield
         finally:
             self._active -= 1
             self._ended += 1
             if not self._active:
-                self._quiet.set()
                 if self._linger_s > 0:
                     ended = self._ended
                     asyncio.get_running_loop().call_later(self._linger_s, self._open, ended)
@@ -105,23 +103,11 @@ class ControlPriority:
     async def data_turn(self) -> None:
         """Return at once when no control request is being handled; else when none is, or
         ``max_hold_s`` after the latest one began."""
-        await self._turn(self._idle)
-
-    async def client_turn(self) -> None:
-        """``data_turn`` for a client's Metadata call, without the linger: it waits while a
-        control request is being handled (the answer should say what that request
-        changed), then runs before the replication let in after the linger. Answers are
-        kept per topic, so a call between two control requests of one spell costs a copy,
-        or rebuilds the topics the previous request changed, which the client has to be
-        told anyway (``metadata_wire``)."""
-        await self._turn(self._quiet)
-
-    async def _turn(self, open_: asyncio.Event) -> None:
-        if open_.is_set():
+        if self._idle.is_set():
             return
         self.waits += 1
         left = self._busy_since + self._max_hold_s - asyncio.get_running_loop().time()
         try:
-            await asyncio.wait_for(open_.wait(), max(left, 0.0))
+            await asyncio.wait_for(self._idle.wait(), max(left, 0.0))
         except TimeoutError:
             self.overheld += 1

@@ -280,7 +280,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def Metadata(
         self, request: broker_pb2.MetadataRequest, context
     ) -> broker_pb2.MetadataResponse:
-        await self._replicas.priority.client_turn()
+        await self._replicas.priority.data_turn()
         if any(not name for name in request.topics):
             raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
         # Kafka's rule: all topics only when asked for; an empty list asks for none.

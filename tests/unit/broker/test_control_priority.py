@@ -121,33 +121,6 @@ async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
     await asyncio.wait_for(priority.data_turn(), 0.1)
 
 
-async def test_a_client_turn_waits_for_the_control_request_but_not_the_linger() -> None:
-    priority = ControlPriority(linger_s=10.0)
-    done: list[str] = []
-
-    async def client() -> None:
-        await priority.client_turn()
-        done.append("metadata")
-
-    with priority.control():
-        data = asyncio.create_task(_waiter(priority, done, "fetch"))
-        task = asyncio.create_task(client())
-        await asyncio.sleep(0.02)
-        assert done == []
-    await asyncio.wait_for(task, 1.0)
-    assert done == ["metadata"] and priority.busy  # the fetch still waits for the linger
-    await asyncio.wait_for(priority.client_turn(), 0.1)  # lingering: no wait
-    assert priority.waits == 2
-    data.cancel()
-
-
-async def test_a_client_turn_is_bounded_by_the_hold() -> None:
-    priority = ControlPriority(linger_s=0.0, max_hold_s=0.05)
-    with priority.control():
-        await asyncio.wait_for(priority.client_turn(), 1.0)
-        assert priority.overheld == 1
-
-
 class _SlowReplicas:
     """Applies every control request only once ``release`` is set."""
 
