@@ -60,9 +60,9 @@ class MetadataCache:
     """The cluster as the controller last described it.
 
     Clients poll Metadata far more often than the controller changes it (a 10,000-partition
-    answer built afresh cost ~0.1 s of the event loop), so each topic's answer is kept until an
-    update touches that topic or changes the set of live brokers (leader availability and
-    offline replicas depend on it).
+    answer built afresh cost ~0.1 s of the event loop, ~40 ms since ``metadata_wire``), so
+    each topic's answer is kept until an update touches that topic or changes the set of live
+    brokers (leader availability and offline replicas depend on it).
     """
 
     def __init__(self) -> None:
