@@ -36,13 +36,13 @@ from leasehold.channels import give_calls_a_turn
 
 # How long the data plane still waits after a control request: the controller sends a broker's
 # next request (the UpdateMetadata after a LeaderAndIsr, the next chunk of a failure's
-# elections) as soon as it has the answer, a loop round trip later, and a fetch round or a
-# Metadata answer started in between holds it up for 100-200 ms at 5,000 partitions. With 20 ms
-# the next request was seen arriving 1-10 ms too late (traced broker failures, 2026-11-23);
-# 50 ms covers a busy controller's round trip and is still short enough not to matter to
-# clients. Metadata calls wait for it too: let through between two requests of a spell, they
-# rebuilt the answers of every topic the spell had moved there, and the next request waited
-# 50-160 ms (traced, 2026-11-23), more than the linger they saved.
+# elections) as soon as it has the answer, a loop round trip later, and a fetch round (or,
+# before ``metadata_wire``, a Metadata answer) started in between holds it up for 100-200 ms at
+# 5,000 partitions. With 20 ms the next request was seen arriving 1-10 ms too late (traced
+# broker failures, 2026-11-23); 50 ms covers a busy controller's round trip and is still short
+# enough not to matter to clients. Metadata calls wait for it too: let through between two
+# requests of a spell, they rebuilt the answers of every topic the spell had moved there, and
+# the next request waited 50-160 ms (traced, 2026-11-23), more than the linger they saved.
 LINGER_S = 0.05
 # The longest data-plane work waits after the start of the latest control request.
 MAX_HOLD_S = 0.5
