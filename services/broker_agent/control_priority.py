@@ -16,7 +16,9 @@ call, and each replica fetcher round, first awaits ``data_turn``); what already 
 to its next await, and the long steps of replication (a leader's session fetch round, a
 follower's handling of the answer) have one every ``SLICE`` partitions (``pause``).
 Between two control requests (the controller sends one at a time per broker and waits for
-each answer) the data plane runs, once ``LINGER_S`` has passed without another one. A
+each answer) the data plane runs, once ``LINGER_S`` has passed without another one, or at once
+after a request the controller marked ``nothing_queued`` (the last of a spell: the linger after
+it only delayed clients' first look at the new leaders, 50-100 ms after a broker failure). A
 control request holds the data plane for ``MAX_HOLD_S`` at most: a 100,000-partition
 LeaderAndIsr takes seconds, and clients are then served between its slices, as before,
 rather than not at all. The bound is per request, not per spell of requests: a
@@ -71,8 +73,11 @@ class ControlPriority:
         return not self._idle.is_set()
 
     @contextlib.contextmanager
-    def control(self) -> Iterator[None]:
-        """Around the handling of one control request (requests may overlap: each counts)."""
+    def control(self, *, linger: bool = True) -> Iterator[None]:
+        """Around the handling of one control request (requests may overlap: each counts).
+
+        ``linger`` False: the controller said nothing follows this request (its
+        ``nothing_queued``), so the data plane runs again as soon as it is handled."""
         self._busy_since = asyncio.get_running_loop().time()
         self._active += 1
         self._idle.clear()
@@ -82,7 +87,7 @@ class ControlPriority:
             self._active -= 1
             self._ended += 1
             if not self._active:
-                if self._linger_s > 0:
+                if linger and self._linger_s > 0:
                     ended = self._ended
                     asyncio.get_running_loop().call_later(self._linger_s, self._open, ended)
                 else:

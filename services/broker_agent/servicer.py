@@ -36,6 +36,11 @@ from services.broker_agent.replica_manager import ReplicaManager
 
 T = TypeVar("T")
 Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
+ControlRequestPb = (
+    control_pb2.LeaderAndIsrRequest
+    | control_pb2.StopReplicaRequest
+    | control_pb2.UpdateMetadataRequest
+)
 # Control requests naming more partitions than this are decoded and validated on a worker
 # thread: 100,000 partitions take most of a CPU-second, which must not stall the event loop
 # (gRPC, fetchers, the etcd lease keep-alive). The thread still shares the GIL, handing it
@@ -307,10 +312,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             return domain
 
         fields = await self._handle(
-            len(request.partition_states),
-            decode,
-            self._replicas.become_leader_or_follower,
-            _result_fields,
+            request, decode, self._replicas.become_leader_or_follower, _result_fields
         )
         return control_pb2.LeaderAndIsrResponse(**fields)
 
@@ -322,9 +324,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
-        fields = await self._handle(
-            len(request.partition_states), decode, self._replicas.stop_replicas, _result_fields
-        )
+        fields = await self._handle(request, decode, self._replicas.stop_replicas, _result_fields)
         return control_pb2.StopReplicaResponse(**fields)
 
     async def UpdateMetadata(
@@ -341,21 +341,21 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
                 error_code=int(result.error), error_message=result.message
             )
 
-        return await self._handle(
-            len(request.partition_states), decode, self._replicas.update_metadata, answer
-        )
+        return await self._handle(request, decode, self._replicas.update_metadata, answer)
 
     async def _handle(
         self,
-        size: int,
+        request: ControlRequestPb,
         decode: Callable[[], Request],
         apply: Callable[[Request], Awaitable[ControlResult]],
         answer: Callable[[ControlResult], Awaitable[T]],
     ) -> T:
         """One control request: ahead of the data plane (``control_priority``), decoded
         (off the loop when large) and applied without the cyclic collector, the survivors then
-        frozen, and its answer built, all before the data plane may run again."""
-        with self._replicas.priority.control():
+        frozen, and its answer built, all before the data plane may run again (at once if the
+        controller has nothing else queued for this broker: ``nothing_queued``)."""
+        size = len(request.partition_states)
+        with self._replicas.priority.control(linger=not request.nothing_queued):
             with _collector_paused(self._heap, size):
                 domain = await _decode(size, decode)
                 result = await apply(domain)

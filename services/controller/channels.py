@@ -15,6 +15,14 @@ the state machines start.
 Each queued batch remembers the trace context it was queued in (the controller event, itself
 possibly continuing an admin call's trace) and is sent under one ``controller.broker_requests``
 span, so the gRPC client spans, and the broker's server spans, join that trace.
+
+A request is sent marked ``nothing_queued`` when it is its batch's last, nothing else is queued
+for that broker, and no caller holds ``expect_more`` (a broker failure's election chunks do,
+until the last chunk is queued): the broker then lets its data plane run as soon as the request
+is handled, rather than holding it a while longer in case another request follows
+(``services.broker_agent.control_priority``). The mark is appended to the encoded request (the
+field has the same number in all three messages) when gRPC serialises it, so it reflects the
+queue at the moment the request leaves.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ STOP_REPLICA = "StopReplica"
 Request = Message | wire.EncodedRequest | wire.DigestFirst
 ResponseCallback = Callable[[int, str, Request, Message], None]
 
+# ``nothing_queued`` (field 15, true) in wire form, the same in all three request messages.
+NOTHING_QUEUED = control_pb2.LeaderAndIsrRequest(nothing_queued=True).SerializeToString()
 _SERVICE = control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
 _RESPONSES = {
     LEADER_AND_ISR: control_pb2.LeaderAndIsrResponse,
@@ -98,10 +108,14 @@ class _Broker:
     progress: asyncio.Event = field(default_factory=asyncio.Event)
     sending_in_full: wire.DigestFirst | None = None  # its full request is being sent
     sent: SentStates = field(default_factory=SentStates)  # queued this event (``sent_states``)
+    last_of_batch: bool = False  # the request being sent is its batch's last
+    more_coming: Callable[[], bool] = lambda: False  # the manager's ``expect_more`` is held
 
     def serialize(self, request: Request) -> bytes:
         """gRPC's request serialiser for this broker: notes that the current batch is issued
-        (and a digest-first UpdateMetadata sent in full, that it has settled)."""
+        (and a digest-first UpdateMetadata sent in full, that it has settled), and marks the
+        request ``nothing_queued`` when it is the last this broker has to go (module
+        docstring)."""
         if isinstance(request, wire.EncodedRequest):
             data = request.payload
             pending = self.sending_in_full
@@ -113,6 +127,8 @@ class _Broker:
         if self.sending > self.issued:
             self.issued = self.sending
             self.progress.set()
+        if self.last_of_batch and self.queue.empty() and not self.more_coming():
+            data += NOTHING_QUEUED
         return data
 
 
@@ -129,6 +145,7 @@ class ControllerChannelManager:
         self.sent: dict[str, int] = {}
         self.failures = 0
         self.digest_mismatches = 0  # digest-first UpdateMetadata sent in full after all
+        self._expecting = 0  # holders of ``expect_more``
 
     @property
     def broker_ids(self) -> frozenset[int]:
@@ -138,7 +155,7 @@ class ControllerChannelManager:
         """Open a channel and start a sender; an existing one for the id is replaced."""
         self.remove_broker(info.id)
         channel = _open_channel(f"{info.host}:{info.port}", self.settings.tls)
-        broker = _Broker(info, channel)
+        broker = _Broker(info, channel, more_coming=self.more_coming)
         for kind, response in _RESPONSES.items():
             broker.methods[kind] = channel.unary_unary(
                 f"/{_SERVICE}/{kind}",
@@ -166,6 +183,25 @@ class ControllerChannelManager:
             self.add_broker(info)
         else:
             current.info = info
+
+    def more_coming(self) -> bool:
+        """Someone holds ``expect_more``."""
+        return self._expecting > 0
+
+    def expect_more(self) -> Callable[[], None]:
+        """Until the returned release is called (once or more), no request is marked
+        ``nothing_queued``: the caller is about to queue more (a broker failure's election
+        chunks), and brokers should keep their data plane waiting for it."""
+        self._expecting += 1
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._expecting -= 1
+
+        return release
 
     def send_batch(self, requests: dict[int, BrokerRequests]) -> None:
         """Queue one built request batch: per broker LeaderAndIsr, UpdateMetadata, StopReplica.
@@ -315,7 +351,9 @@ class ControllerChannelManager:
                 partition_count=sum(_partitions(r) for _, r in batch.requests),
             ) as span:
                 attempts = 0
-                for kind, queued in batch.requests:
+                last = len(batch.requests) - 1
+                for i, (kind, queued) in enumerate(batch.requests):
+                    broker.last_of_batch = i == last
                     request = queued
                     if isinstance(queued, wire.DigestFirst):
                         request = queued.digest_only

@@ -139,7 +139,7 @@ async def elect_in_chunks(
             c.ctx, subset, PartitionState.ONLINE, now_ms=c.now_ms(), selector=selector
         )
 
-    async def finish(pending: PendingPlan, started: float) -> None:
+    async def finish(pending: PendingPlan, started: float, *, last: bool = False) -> None:
         plan = await c.complete(pending, retry=decide)
         elected, unclean = election_counts(plan)
         if elected:
@@ -147,8 +147,13 @@ async def elect_in_chunks(
         # Answers to the previous chunk are taken, and the UpdateMetadata queued behind them
         # leaves, before this chunk's requests are encoded.
         await channels.give_calls_a_turn()
+        if last:
+            release()  # queued next, with no await in between: each queue shows what follows
         await c.send_now()
 
+    # Until the last chunk's requests are queued, the brokers are told more is coming (no
+    # request is sent ``nothing_queued``): they hold their data plane for the next chunk.
+    release = c.channels.expect_more() if c.channels is not None else _no_release
     in_flight: tuple[PendingPlan, float] | None = None
     try:
         for chunk in chunks:
@@ -170,12 +175,17 @@ async def elect_in_chunks(
                 await finish(*previous)
         if in_flight is not None:
             previous, in_flight = in_flight, None
-            await finish(*previous)
+            await finish(*previous, last=True)
     finally:
+        release()
         if in_flight is not None and in_flight[0].commit is not None:
             # An earlier chunk failed (we are deposed or etcd failed: the caller resigns).
             in_flight[0].commit.cancel()
             await asyncio.gather(in_flight[0].commit, return_exceptions=True)
+
+
+def _no_release() -> None:
+    pass
 
 
 def election_counts(plan: StateChangePlan) -> tuple[int, int]:

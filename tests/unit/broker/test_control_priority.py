@@ -1,8 +1,8 @@
 """Control requests before data-plane work (``control_priority``, KIP-291): data-plane entries
-wait while a control request is handled and for ``linger_s`` after the last one ends, for
-``max_hold_s`` from the latest one's start at most; a control request starting in that time
-keeps them waiting; the broker servicer's data calls and the replica fetcher's rounds take
-their turn through it."""
+wait while a control request is handled and for ``linger_s`` after the last one ends (not
+after one the controller sent ``nothing_queued``), for ``max_hold_s`` from the latest one's
+start at most; a control request starting in that time keeps them waiting; the broker
+servicer's data calls and the replica fetcher's rounds take their turn through it."""
 
 from __future__ import annotations
 
@@ -60,6 +60,21 @@ async def test_a_control_request_within_the_linger_keeps_data_waiting() -> None:
     assert done == []  # still within the second request's linger
     await asyncio.wait_for(task, 1.0)
     assert done == ["fetch"]
+
+
+async def test_a_request_without_linger_opens_the_data_plane_when_it_ends() -> None:
+    """The controller marked it ``nothing_queued``: no wait for a request that is not coming.
+    A request with the linger before it does not keep the data plane closed either."""
+    priority = ControlPriority(linger_s=10.0)
+    done: list[str] = []
+    with priority.control():
+        pass
+    with priority.control(linger=False):
+        task = asyncio.create_task(_waiter(priority, done, "metadata"))
+        await asyncio.sleep(0.02)
+        assert done == [] and priority.busy
+    await asyncio.wait_for(task, 0.5)
+    assert done == ["metadata"] and not priority.busy
 
 
 async def test_overlapping_control_requests_hold_until_the_last_ends() -> None:
@@ -168,6 +183,20 @@ async def test_a_metadata_call_is_answered_after_the_control_request(kind) -> No
     replicas.release.set()
     await asyncio.wait_for(asyncio.gather(applying, asking), 1.0)
     assert order == [kind, "Metadata"]
+
+
+@pytest.mark.parametrize("kind", sorted(_CONTROL))
+@pytest.mark.parametrize("nothing_queued", [False, True])
+async def test_the_linger_follows_the_controllers_nothing_queued(kind, nothing_queued) -> None:
+    replicas = _SlowReplicas()
+    replicas.priority = ControlPriority(linger_s=10.0)
+    replicas.release.set()
+    control = BrokerControlServicer(replicas)  # type: ignore[arg-type]
+    request = type(_CONTROL[kind])()
+    request.CopyFrom(_CONTROL[kind])
+    request.nothing_queued = nothing_queued
+    await getattr(control, kind)(request, None)
+    assert replicas.priority.busy is not nothing_queued
 
 
 async def test_a_replica_fetcher_round_waits_its_turn() -> None:

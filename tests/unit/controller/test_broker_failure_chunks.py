@@ -43,15 +43,17 @@ class _Seen(RecordingChannels):
         super().__init__()
         self.seen: list[tuple[int, str, tuple[int, ...], tuple[int, ...]]] = []
         self.elected = lambda: ()
+        self.nothing_queued: list[tuple[int, str, tuple[int, ...]]] = []  # requests so marked
 
     def _method(self, broker: _Broker, kind: str):
         def call(request, timeout=None):
             async def invoke():
                 data = broker.serialize(request)
-                partitions = tuple(
-                    s.partition for s in _DECODE[kind].FromString(data).partition_states
-                )
+                decoded = _DECODE[kind].FromString(data)
+                partitions = tuple(s.partition for s in decoded.partition_states)
                 self.seen.append((broker.info.id, kind, partitions, self.elected()))
+                if decoded.nothing_queued:
+                    self.nothing_queued.append((broker.info.id, kind, partitions))
                 await asyncio.sleep(0)
                 return _RESPONSES[kind]()
 
@@ -71,6 +73,7 @@ async def _active(monkeypatch) -> AsyncIterator[tuple[Controller, _Seen, Path]]:
         c, channels = await active(PARTITIONS, log, _Seen)
         await asyncio.sleep(0.05)
         channels.seen.clear()
+        channels.nothing_queued.clear()
         try:
             yield c, channels, path
         finally:
@@ -87,6 +90,7 @@ async def test_each_chunk_is_sent_before_the_next_is_applied(monkeypatch) -> Non
         await c.handle(ev.BrokerChange(deregistered=(1,)))
         await asyncio.sleep(0.05)
         seen = channels.seen
+        marked = channels.nothing_queued
         lines = path.read_text().splitlines()
 
     for b in (2, 3):
@@ -104,6 +108,9 @@ async def test_each_chunk_is_sent_before_the_next_is_applied(monkeypatch) -> Non
         # their leader in the controller's context: not applied yet. (Later chunks leave when
         # the loop is free: here, with commits that never wait, possibly after the last.)
         assert [e for x, _, _, e in seen if x == b][:2] == [(0, 1), (0, 1)]
+    # Only the last request to each broker says nothing follows: until the last chunk was
+    # queued the brokers were told more was coming, even with their queues empty.
+    assert sorted(marked) == [(2, UPDATE_METADATA, (4,)), (3, UPDATE_METADATA, (4,))]
 
     records = [StateChangeRecord.from_json(line) for line in lines[lines_before:]]
     # A chunk goes Offline and is decided before the previous chunk's commit is applied (its

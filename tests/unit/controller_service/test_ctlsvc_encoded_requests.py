@@ -128,8 +128,10 @@ async def test_send_batch_encodes_once_and_wait_issued_follows_grpc() -> None:
     assert await ch.wait_issued(1.0)
     assert [(b, k) for b, k, _ in ch.wire] == [(1, LEADER_AND_ISR), (2, UPDATE_METADATA)]
     lai_pb = control_pb2.LeaderAndIsrRequest.FromString(ch.wire[0][2])
-    assert lai_pb == wire.leader_and_isr(_requests(B1, lai=(lai,)))
+    assert lai_pb == wire.leader_and_isr(_requests(B1, lai=(lai,)))  # UpdateMetadata follows
     um = control_pb2.UpdateMetadataRequest.FromString(ch.wire[1][2])
+    assert um.nothing_queued  # the last request queued for broker 2
+    um.nothing_queued = False
     assert um == wire.update_metadata(_requests(B2), "ctl", 9190)
 
     # A second batch waits behind the unanswered first: not issued within the timeout.

@@ -38,20 +38,22 @@ class LeaderAndIsrPartitionState(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., partition_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., is_new: _Optional[bool] = ..., leader_recovery_state: _Optional[_Union[_common_pb2.LeaderRecoveryState, str]] = ...) -> None: ...
 
 class LeaderAndIsrRequest(_message.Message):
-    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_leaders", "replication_throttle_bytes_per_sec")
+    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_leaders", "replication_throttle_bytes_per_sec", "nothing_queued")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_STATES_FIELD_NUMBER: _ClassVar[int]
     LIVE_LEADERS_FIELD_NUMBER: _ClassVar[int]
     REPLICATION_THROTTLE_BYTES_PER_SEC_FIELD_NUMBER: _ClassVar[int]
+    NOTHING_QUEUED_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     controller_epoch: int
     broker_epoch: int
     partition_states: _containers.RepeatedCompositeFieldContainer[LeaderAndIsrPartitionState]
     live_leaders: _containers.RepeatedCompositeFieldContainer[_common_pb2.BrokerEndpoint]
     replication_throttle_bytes_per_sec: int
-    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[LeaderAndIsrPartitionState, _Mapping]]] = ..., live_leaders: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., replication_throttle_bytes_per_sec: _Optional[int] = ...) -> None: ...
+    nothing_queued: bool
+    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[LeaderAndIsrPartitionState, _Mapping]]] = ..., live_leaders: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., replication_throttle_bytes_per_sec: _Optional[int] = ..., nothing_queued: _Optional[bool] = ...) -> None: ...
 
 class LeaderAndIsrResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "partition_errors")
@@ -76,16 +78,18 @@ class StopReplicaPartitionState(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., delete_partition: _Optional[bool] = ...) -> None: ...
 
 class StopReplicaRequest(_message.Message):
-    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states")
+    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "nothing_queued")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_STATES_FIELD_NUMBER: _ClassVar[int]
+    NOTHING_QUEUED_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     controller_epoch: int
     broker_epoch: int
     partition_states: _containers.RepeatedCompositeFieldContainer[StopReplicaPartitionState]
-    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[StopReplicaPartitionState, _Mapping]]] = ...) -> None: ...
+    nothing_queued: bool
+    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[StopReplicaPartitionState, _Mapping]]] = ..., nothing_queued: _Optional[bool] = ...) -> None: ...
 
 class StopReplicaResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "partition_errors")
@@ -122,7 +126,7 @@ class UpdateMetadataPartitionState(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., partition_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class UpdateMetadataRequest(_message.Message):
-    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_brokers", "deleted_topics", "controller_host", "controller_port", "metadata_digest")
+    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_brokers", "deleted_topics", "controller_host", "controller_port", "metadata_digest", "nothing_queued")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +136,7 @@ class UpdateMetadataRequest(_message.Message):
     CONTROLLER_HOST_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_PORT_FIELD_NUMBER: _ClassVar[int]
     METADATA_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    NOTHING_QUEUED_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     controller_epoch: int
     broker_epoch: int
@@ -141,7 +146,8 @@ class UpdateMetadataRequest(_message.Message):
     controller_host: str
     controller_port: int
     metadata_digest: bytes
-    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[UpdateMetadataPartitionState, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., deleted_topics: _Optional[_Iterable[str]] = ..., controller_host: _Optional[str] = ..., controller_port: _Optional[int] = ..., metadata_digest: _Optional[bytes] = ...) -> None: ...
+    nothing_queued: bool
+    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[UpdateMetadataPartitionState, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., deleted_topics: _Optional[_Iterable[str]] = ..., controller_host: _Optional[str] = ..., controller_port: _Optional[int] = ..., metadata_digest: _Optional[bytes] = ..., nothing_queued: _Optional[bool] = ...) -> None: ...
 
 class UpdateMetadataResponse(_message.Message):
     __slots__ = ("error_code", "error_message")
