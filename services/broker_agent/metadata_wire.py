@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from leasehold import protowire
 from leasehold.broker.v1 import broker_pb2
 from services.broker_agent.metadata_cache import PartitionView
 
@@ -27,21 +28,10 @@ _TOPIC_NAME, _TOPIC_ID, _TOPIC_PARTITION = b"\x12", b"\x1a", b"\x22"
 _ERROR, _PARTITION, _LEADER, _EPOCH = 0x08, 0x10, 0x18, 0x20
 _REPLICAS, _ISR, _OFFLINE = b"\x2a", b"\x32", b"\x3a"
 
-# Pieces kept between answers; bounded (cleared when full), as values are few in practice:
-# partition numbers, leader ids, epochs, distinct replica lists.
-_MAX_PIECES = 100_000
-
-
-def varint(n: int) -> bytes:
-    """Protobuf's base-128 varint; negative int32/int64 values as their 64-bit two's
-    complement (ten bytes), as protobuf writes them."""
-    n &= 0xFFFF_FFFF_FFFF_FFFF
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+# Pieces kept between answers are bounded (``protowire.MAX_PIECES``; cleared when full), as
+# values are few in practice: partition numbers, leader ids, epochs, distinct replica lists.
+varint = protowire.varint
+_packed, _string = protowire.packed, protowire.string
 
 
 class TopicEncoder:
@@ -50,14 +40,14 @@ class TopicEncoder:
     def __init__(self) -> None:
         self._fields: dict[tuple[int, int], bytes] = {}
         self._lists: dict[tuple[tuple[int, ...], ...], bytes] = {}
-        self._lengths: list[bytes] = [varint(n) for n in range(128)]
+        self._lengths = protowire.SMALL
 
     def _field(self, tag: int, value: int) -> bytes:
         """A varint field; proto3 leaves a zero out."""
         key = (tag, value)
         piece = self._fields.get(key)
         if piece is None:
-            if len(self._fields) >= _MAX_PIECES:
+            if len(self._fields) >= protowire.MAX_PIECES:
                 self._fields.clear()
             piece = self._fields[key] = bytes((tag,)) + varint(value) if value else b""
         return piece
@@ -68,7 +58,7 @@ class TopicEncoder:
         key = (replicas, isr, offline)
         piece = self._lists.get(key)
         if piece is None:
-            if len(self._lists) >= _MAX_PIECES:
+            if len(self._lists) >= protowire.MAX_PIECES:
                 self._lists.clear()
             piece = self._lists[key] = (
                 _packed(_REPLICAS, replicas) + _packed(_ISR, isr) + _packed(_OFFLINE, offline)
@@ -107,17 +97,3 @@ class TopicEncoder:
             )
         )
         return broker_pb2.MetadataTopic.FromString(data)
-
-
-def _packed(tag: bytes, values: tuple[int, ...]) -> bytes:
-    if not values:
-        return b""
-    body = b"".join(varint(v) for v in values)
-    return tag + varint(len(body)) + body
-
-
-def _string(tag: bytes, value: str) -> bytes:
-    if not value:
-        return b""
-    raw = value.encode()
-    return tag + varint(len(raw)) + raw

@@ -12,6 +12,12 @@ states are encoded once (``update_metadata_body``, or kept per partition by ``me
 and each broker's request is its own small header followed by those bytes. Protobuf parses
 concatenated encodings as one message (repeated fields append), so the broker sees an ordinary
 ``UpdateMetadataRequest``.
+
+The partition states themselves are put together by hand (``StateEncoder``, from pieces kept
+per value: ``leasehold.protowire``), not through the generated classes: a broker failure at
+10,000 partitions encodes 10,000 of each kind between its commit and its first requests, and
+one generated message per state cost ~5 us of it. ``tests/unit/controller_service/
+test_ctlsvc_state_wire.py`` checks the bytes against the generated encoder.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
+from leasehold import protowire
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from services.controller.codec import RECOVERED, RECOVERING
@@ -29,6 +36,7 @@ from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
     LeaderAndIsrPartitionState,
+    TopicPartition,
     UpdateMetadataPartitionState,
 )
 
@@ -93,12 +101,149 @@ def leader_and_isr(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest | Non
     return pb
 
 
+# Keys (``protowire.tag``) of the partition-state fields. Both state messages number topic,
+# topic id, partition, controller epoch, leader, leader epoch, ISR, partition epoch and replicas
+# 1-9 alike; then LeaderAndIsr has adding (10), removing (11), is_new (12) and the recovery
+# state (13), UpdateMetadata the offline replicas (10).
+_V, _L = protowire.VARINT, protowire.LEN
+_TOPIC, _TOPIC_ID = protowire.tag(1, _L), protowire.tag(2, _L)
+_PARTITION, _CONTROLLER_EPOCH = protowire.tag(3, _V), protowire.tag(4, _V)
+_LEADER, _LEADER_EPOCH = protowire.tag(5, _V), protowire.tag(6, _V)
+_ISR, _PARTITION_EPOCH, _REPLICAS = protowire.tag(7, _L), protowire.tag(8, _V), protowire.tag(9, _L)
+_ADDING, _REMOVING = protowire.tag(10, _L), protowire.tag(11, _L)
+_IS_NEW, _RECOVERY = protowire.tag(12, _V) + b"\x01", protowire.tag(13, _V)
+_OFFLINE = protowire.tag(10, _L)
+# ``partition_states`` is field 4 of both requests.
+_PARTITION_STATES = protowire.tag(4, _L)
+
+
+class StateEncoder:
+    """LeaderAndIsr and UpdateMetadata partition states in wire form (module docstring). One
+    per process (``ENCODER``): the pieces are shared by every request it encodes.
+
+    A state is a few pieces kept per value, joined: the topic and its id; the partition
+    number; controller epoch, leader, leader epoch and ISR together (partitions moved by one
+    event mostly share them); the partition epoch (the etcd revision: a new value every time,
+    so encoded afresh); the replica lists and flags together. Each kind of piece is kept in a
+    dict of its own, bounded by ``protowire.MAX_PIECES`` (cleared when full)."""
+
+    def __init__(self) -> None:
+        # Per kind of piece, by the values it encodes; each bounded (``protowire.MAX_PIECES``).
+        self._topics: dict[tuple[str, str], bytes] = {}
+        self._partitions: dict[int, bytes] = {}
+        self._leaderships: dict[tuple[int, int, int, tuple[int, ...]], bytes] = {}
+        self._assignments: dict[tuple, bytes] = {}
+
+    @staticmethod
+    def _keep(pieces: dict, key: object, piece: bytes) -> bytes:
+        if len(pieces) >= protowire.MAX_PIECES:
+            pieces.clear()
+        pieces[key] = piece
+        return piece
+
+    def _common(self, tp: TopicPartition, topic_id: str) -> bytes:
+        """Topic, topic id and partition number."""
+        key = (tp.topic, topic_id)
+        topic = self._topics.get(key)
+        if topic is None:
+            encoded = protowire.string(_TOPIC, tp.topic) + protowire.string(_TOPIC_ID, topic_id)
+            topic = self._keep(self._topics, key, encoded)
+        partition = self._partitions.get(tp.partition)
+        if partition is None:
+            encoded = _scalar(_PARTITION, tp.partition)
+            partition = self._keep(self._partitions, tp.partition, encoded)
+        return topic + partition
+
+    def _leadership(
+        self, epoch: int, leader: int, leader_epoch: int, isr: tuple[int, ...]
+    ) -> bytes:
+        key = (epoch, leader, leader_epoch, isr)
+        piece = self._leaderships.get(key)
+        if piece is None:
+            encoded = (
+                _scalar(_CONTROLLER_EPOCH, epoch)
+                + _scalar(_LEADER, leader)
+                + _scalar(_LEADER_EPOCH, leader_epoch)
+                + protowire.packed(_ISR, isr)
+            )
+            piece = self._keep(self._leaderships, key, encoded)
+        return piece
+
+    def _assignment(
+        self,
+        replicas: tuple[int, ...],
+        adding: tuple[int, ...],
+        removing: tuple[int, ...],
+        is_new: bool,
+        recovering: bool,
+    ) -> bytes:
+        key = (replicas, adding, removing, is_new, recovering)
+        piece = self._assignments.get(key)
+        if piece is None:
+            encoded = (
+                protowire.packed(_REPLICAS, replicas)
+                + protowire.packed(_ADDING, adding)
+                + protowire.packed(_REMOVING, removing)
+                + (_IS_NEW if is_new else b"")
+                + _scalar(_RECOVERY, RECOVERING if recovering else RECOVERED)
+            )
+            piece = self._keep(self._assignments, key, encoded)
+        return piece
+
+    def _replicas(self, replicas: tuple[int, ...], offline: tuple[int, ...]) -> bytes:
+        key = (replicas, offline)  # a 2-tuple: never equal to a LeaderAndIsr's 5-tuple key
+        piece = self._assignments.get(key)
+        if piece is None:
+            encoded = protowire.packed(_REPLICAS, replicas) + protowire.packed(_OFFLINE, offline)
+            piece = self._keep(self._assignments, key, encoded)
+        return piece
+
+    def leader_and_isr(self, s: LeaderAndIsrPartitionState) -> bytes:
+        """One state as an element of ``LeaderAndIsrRequest.partition_states``."""
+        lai = s.leader_and_isr
+        epoch = lai.partition_epoch
+        body = b"".join(
+            (
+                self._common(s.tp, s.topic_id),
+                self._leadership(lai.controller_epoch, lai.leader, lai.leader_epoch, lai.isr),
+                _PARTITION_EPOCH + protowire.varint(epoch) if epoch else b"",
+                self._assignment(
+                    s.replicas, s.adding_replicas, s.removing_replicas, s.is_new, lai.recovering
+                ),
+            )
+        )
+        return protowire.length_delimited(_PARTITION_STATES, body)
+
+    def update_metadata(self, s: UpdateMetadataPartitionState) -> bytes:
+        """One state's own encoding (an ``UpdateMetadataPartitionState`` message)."""
+        epoch = s.partition_epoch
+        return b"".join(
+            (
+                self._common(s.tp, s.topic_id),
+                self._leadership(s.controller_epoch, s.leader, s.leader_epoch, s.isr),
+                _PARTITION_EPOCH + protowire.varint(epoch) if epoch else b"",
+                self._replicas(s.replicas, s.offline_replicas),
+            )
+        )
+
+    def update_metadata_body(self, states: Iterable[UpdateMetadataPartitionState]) -> bytes:
+        """States as the ``partition_states`` of an UpdateMetadataRequest."""
+        entry, state = protowire.length_delimited, self.update_metadata
+        return b"".join([entry(_PARTITION_STATES, state(s)) for s in states])
+
+
+def _scalar(key: bytes, value: int) -> bytes:
+    """A varint field; proto3 leaves a zero out."""
+    return key + protowire.varint(value) if value else b""
+
+
+ENCODER = StateEncoder()
+
+
 def leader_and_isr_state_bytes(s: LeaderAndIsrPartitionState) -> bytes:
     """One partition state, encoded as a LeaderAndIsrRequest holding only it: appended to any
     broker's header it is that request's next partition state."""
-    pb = control_pb2.LeaderAndIsrRequest()
-    _add_leader_and_isr_state(pb, s)
-    return pb.SerializeToString()
+    return ENCODER.leader_and_isr(s)
 
 
 def encoded_leader_and_isr(
@@ -188,36 +333,21 @@ def update_metadata(
     return pb
 
 
-# The key of UpdateMetadataRequest.partition_states (field 4, length-delimited).
-_PARTITION_STATES_KEY = b"\x22"
-
-
 def update_metadata_state_bytes(s: UpdateMetadataPartitionState) -> bytes:
     """One partition state's own encoding (``UpdateMetadataPartitionState``): what the
     metadata digest hashes (``leasehold.metadata_digest``)."""
-    return control_pb2.UpdateMetadataPartitionState(
-        **_update_metadata_fields(s)
-    ).SerializeToString()
+    return ENCODER.update_metadata(s)
 
 
 def update_metadata_entry(state_bytes: bytes) -> bytes:
     """``state_bytes`` as one element of a request's ``partition_states``: key, length, bytes
     (what ``update_metadata_body`` of that one state is)."""
-    size = len(state_bytes)
-    prefix = bytearray(_PARTITION_STATES_KEY)
-    while size > 0x7F:
-        prefix.append((size & 0x7F) | 0x80)
-        size >>= 7
-    prefix.append(size)
-    return bytes(prefix) + state_bytes
+    return protowire.length_delimited(_PARTITION_STATES, state_bytes)
 
 
 def update_metadata_body(states: Iterable[UpdateMetadataPartitionState]) -> bytes:
     """The encoded partition states of an UpdateMetadata, to follow any broker's header."""
-    pb = control_pb2.UpdateMetadataRequest()
-    for s in states:
-        _add_update_metadata_state(pb, s)
-    return pb.SerializeToString()
+    return ENCODER.update_metadata_body(states)
 
 
 def encoded_update_metadata(

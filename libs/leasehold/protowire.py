@@ -1,0 +1,87 @@
+"""Pieces of protobuf's wire format, for the few hot messages assembled by hand.
+
+The generated classes build one Python-level message object per element and fill it field by
+field; for messages sent or answered tens of thousands of times in one event (a broker
+failure's partition states, a Metadata answer's partitions), putting the bytes together from
+pieces kept per value is several times cheaper. Every user checks its output against the
+generated encoder in its tests: same message, same bytes (fields in number order, proto3
+defaults left out, repeated scalars packed).
+"""
+
+from __future__ import annotations
+
+# Wire types.
+VARINT = 0
+LEN = 2
+
+# Bounded piece caches are cleared when they hold this many entries: the values they key on
+# (partition numbers, broker ids, epochs, distinct replica lists) are few in practice.
+MAX_PIECES = 100_000
+
+
+def tag(field_number: int, wire_type: int) -> bytes:
+    """A field's key: ``field_number << 3 | wire_type`` as a varint."""
+    return varint(field_number << 3 | wire_type)
+
+
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 varint; negative int32/int64 values as their 64-bit two's
+    complement (ten bytes), as protobuf writes them."""
+    n &= 0xFFFF_FFFF_FFFF_FFFF
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+# Varints of 0-127 are one byte: lengths of small messages.
+SMALL = tuple(varint(n) for n in range(128))
+
+
+def length_delimited(key: bytes, body: bytes) -> bytes:
+    """A length-delimited field: key, length, ``body`` (always written, even empty)."""
+    size = len(body)
+    return key + (SMALL[size] if size < 128 else varint(size)) + body
+
+
+def packed(key: bytes, values: tuple[int, ...]) -> bytes:
+    """A packed repeated int32/int64 field; nothing for an empty list."""
+    if not values:
+        return b""
+    return length_delimited(key, b"".join([varint(v) for v in values]))
+
+
+def string(key: bytes, value: str) -> bytes:
+    """A string field; nothing for the empty string."""
+    if not value:
+        return b""
+    return length_delimited(key, value.encode())
+
+
+class Pieces:
+    """Encoded fields kept per value: ``scalar(key, n)`` (a varint field, nothing for zero) and
+    ``ints(key, values)`` (a packed list), each built once and then looked up."""
+
+    def __init__(self) -> None:
+        self._scalars: dict[tuple[bytes, int], bytes] = {}
+        self._lists: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
+
+    def scalar(self, key: bytes, value: int) -> bytes:
+        k = (key, value)
+        piece = self._scalars.get(k)
+        if piece is None:
+            if len(self._scalars) >= MAX_PIECES:
+                self._scalars.clear()
+            piece = self._scalars[k] = key + varint(value) if value else b""
+        return piece
+
+    def ints(self, key: bytes, values: tuple[int, ...]) -> bytes:
+        k = (key, values)
+        piece = self._lists.get(k)
+        if piece is None:
+            if len(self._lists) >= MAX_PIECES:
+                self._lists.clear()
+            piece = self._lists[k] = packed(key, values)
+        return piece
