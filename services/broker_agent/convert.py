@@ -144,25 +144,35 @@ def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> Updat
     the encoding it arrived in (protobuf re-serialises a parsed message as the controller
     serialised it)."""
     state_hash = metadata_digest.state_hash
+    # Built positionally, in the named tuple's field order (the keyword constructor cost as much
+    # as reading the fields; test_convert checks the order), with equal replica lists shared as
+    # in ``leader_and_isr_from_pb``.
+    new = tuple.__new__
+    lists: dict[tuple[int, ...], tuple[int, ...]] = {(): ()}
+    shared = lists.setdefault
+
+    def partition_of(s: control_pb2.UpdateMetadataPartitionState) -> MetadataPartition:
+        return new(
+            MetadataPartition,
+            (
+                s.topic,
+                s.partition,
+                s.leader,
+                s.leader_epoch,
+                shared(isr := tuple(s.isr[:]), isr),
+                shared(replicas := tuple(s.replicas[:]), replicas),
+                s.partition_epoch,
+                s.controller_epoch,
+                s.topic_id,
+                shared(offline := tuple(s.offline_replicas[:]), offline),
+            ),
+        )
+
     return UpdateMetadata(
         controller_id=request.controller_id,
         controller_epoch=request.controller_epoch,
         broker_epoch=request.broker_epoch,
-        partitions=tuple(
-            MetadataPartition(
-                topic=s.topic,
-                partition=s.partition,
-                leader=s.leader,
-                leader_epoch=s.leader_epoch,
-                isr=tuple(s.isr[:]),
-                replicas=tuple(s.replicas[:]),
-                partition_epoch=s.partition_epoch,
-                controller_epoch=s.controller_epoch,
-                topic_id=s.topic_id,
-                offline_replicas=tuple(s.offline_replicas[:]) if s.offline_replicas else (),
-            )
-            for s in request.partition_states
-        ),
+        partitions=tuple([partition_of(s) for s in request.partition_states]),
         live_brokers=tuple(endpoint_from_pb(e) for e in request.live_brokers),
         deleted_topics=tuple(request.deleted_topics),
         controller_host=request.controller_host,
