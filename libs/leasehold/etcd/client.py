@@ -232,6 +232,10 @@ class EtcdClient:
             creds = self._tls.credentials()
             self._channel = grpc.aio.secure_channel(self._target, creds, options=options)
         self.kv = rpc.KVStub(self._channel)
+        # Txn taking a request already in wire form (``txn_encoded``): no serialiser.
+        self._txn_encoded = self._channel.unary_unary(
+            "/etcdserverpb.KV/Txn", response_deserializer=rpc.TxnResponse.FromString
+        )
         self.lease = rpc.LeaseStub(self._channel)
         self.watch_stub = rpc.WatchStub(self._channel)
         self.maintenance = rpc.MaintenanceStub(self._channel)
@@ -248,13 +252,12 @@ class EtcdClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, method, request, timeout: float | None = None):
+    async def _call(self, method, request, timeout: float | None = None, *, name: str = ""):
         try:
             return await method(request, timeout=timeout or self.timeout, wait_for_ready=True)
         except grpc.aio.AioRpcError as e:
-            raise EtcdError(
-                f"etcd {type(request).__name__} failed: {e.code().name} {e.details()}"
-            ) from e
+            name = name or type(request).__name__
+            raise EtcdError(f"etcd {name} failed: {e.code().name} {e.details()}") from e
 
     # --- key-value ------------------------------------------------------------------------------
 
@@ -307,6 +310,11 @@ class EtcdClient:
     ) -> TxnResult:
         req = rpc.TxnRequest(compare=list(compare), success=list(success), failure=list(failure))
         resp = await self._call(self.kv.Txn, req)
+        return TxnResult(resp.succeeded, resp.header.revision, tuple(resp.responses))
+
+    async def txn_encoded(self, request: bytes) -> TxnResult:
+        """``txn`` with the request already encoded (a ``TxnRequest``'s bytes)."""
+        resp = await self._call(self._txn_encoded, request, name="TxnRequest")
         return TxnResult(resp.succeeded, resp.header.revision, tuple(resp.responses))
 
     async def compact(self, revision: int) -> None:
