@@ -200,13 +200,15 @@ async def watch_states(
         keyspace.topics_prefix, prefix=True, start_revision=start_revision
     ):
         seen = time.time()
-        for ev in batch.events:
-            key = ev.kv.key
+        # Raw (deleted, key, value) triples: the observer's own CPU is taken from the services
+        # it measures on this 2-core machine, and 10,000 converted events cost ~30 ms of it.
+        parse = metadata_pb2.PartitionState.FromString
+        for deleted, key, value in batch.events.changes():
             if not key.endswith(b"/state"):
                 continue
             if topics is not None and _topic_of(keyspace, key) not in topics:
                 continue
-            if not ev.deleted and ok(metadata_pb2.PartitionState.FromString(ev.kv.value)):
+            if not deleted and ok(parse(value)):
                 good.add(key)
             else:
                 good.discard(key)

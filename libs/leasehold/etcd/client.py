@@ -101,6 +101,14 @@ class WatchEvents(Sequence[WatchEvent]):
             return [ev.kv.key for ev in self._events]
         return [ev.kv.key for ev in self._raw]
 
+    def changes(self) -> list[tuple[bool, bytes, bytes]]:
+        """``(deleted, key, value)`` per event, read from the protobuf without converting the
+        events (for a watcher that needs no more, such as the benchmarks' observers)."""
+        if self._events is not None:
+            return [(ev.deleted, ev.kv.key, ev.kv.value) for ev in self._events]
+        delete = rpc.Event.DELETE
+        return [(ev.type == delete, ev.kv.key, ev.kv.value) for ev in self._raw]
+
     @property
     def last_revision(self) -> int:
         """The highest mod revision among the events (0 when there are none)."""

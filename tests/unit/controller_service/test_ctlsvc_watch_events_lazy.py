@@ -1,5 +1,6 @@
-"""A watch response's events are read as keys and revisions on receipt and turned into
-``WatchEvent`` values only when first iterated (on the controller's event loop)."""
+"""A watch response's events are read as keys and revisions on receipt (or as raw changes:
+``changes``) and turned into ``WatchEvent`` values only when first iterated (on the controller's
+event loop)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,11 @@ def test_keys_and_revisions_are_read_without_converting(monkeypatch):
         9,
         True,
     )
+    changes = [(False, b"/a", b"1"), (True, b"/b", b""), (False, b"/c", b"2")]
+    assert events.changes() == changes
     assert converted == []
     assert tuple(events) == EXPECTED
+    assert events.changes() == changes  # the same once converted
     assert events[1] == EXPECTED[1] and events[-1] == EXPECTED[2]
     assert list(events) == list(EXPECTED)
     assert converted == [b"/a", b"/b", b"/c"]  # once, however often read
@@ -62,5 +66,6 @@ def test_events_given_as_values_behave_the_same():
         9,
         EXPECTED,
     )
+    assert events.changes() == [(False, b"/a", b"1"), (True, b"/b", b""), (False, b"/c", b"2")]
     empty = WatchEvents()
     assert (len(empty), empty.keys(), empty.last_revision, bool(empty)) == (0, [], 0, False)
