@@ -55,13 +55,15 @@ async def watch_until(
 
 async def _poll(
     address: str,
-    attempt: Callable[[broker_pb2_grpc.BrokerServiceStub, float], Awaitable[bool]],
+    attempt: Callable[[broker_pb2_grpc.BrokerServiceStub, float], Awaitable[float | None]],
     pending: Callable[[], str],
     interval: float,
     timeout: float,
 ) -> float:
     """Call ``attempt(stub, call_timeout)`` on one broker, ``interval`` apart, until it says
-    done: the wall time it did (``TimeoutError`` naming ``pending()`` after ``timeout``)."""
+    done by returning the wall time the deciding answer arrived (taken before the observer
+    checks it: checking 10,000 partitions is the observer's time, not the cluster's); that time
+    (``TimeoutError`` naming ``pending()`` after ``timeout``)."""
     deadline = time.monotonic() + timeout
     async with grpc.aio.insecure_channel(address) as channel:
         stub = broker_pb2_grpc.BrokerServiceStub(channel)
@@ -69,8 +71,9 @@ async def _poll(
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"broker at {address}: {pending()}")
-            if await attempt(stub, min(left, 10.0)):
-                return time.time()
+            arrived = await attempt(stub, min(left, 10.0))
+            if arrived is not None:
+                return arrived
             await asyncio.sleep(interval)
 
 
@@ -123,9 +126,10 @@ async def poll_brokers(
     request = request or broker_pb2.MetadataRequest()
 
     def one(address: str) -> Awaitable[float]:
-        async def attempt(stub: broker_pb2_grpc.BrokerServiceStub, limit: float) -> bool:
+        async def attempt(stub: broker_pb2_grpc.BrokerServiceStub, limit: float) -> float | None:
             answer = await _metadata(stub, request, limit)
-            return answer is not None and ready(answer)
+            arrived = time.time()
+            return arrived if answer is not None and ready(answer) else None
 
         return _poll(address, attempt, lambda: f"not ready after {timeout:g}s", interval, timeout)
 
@@ -153,13 +157,14 @@ async def poll_topics(
     def one(address: str) -> Awaitable[float]:
         pending = dict(topics)
 
-        async def attempt(stub: broker_pb2_grpc.BrokerServiceStub, limit: float) -> bool:
+        async def attempt(stub: broker_pb2_grpc.BrokerServiceStub, limit: float) -> float | None:
             request = broker_pb2.MetadataRequest(topics=sorted(pending))
             answer = await _metadata(stub, request, limit)
+            arrived = time.time()
             for t in answer.topics if answer is not None else ():
                 if t.name in pending and _topic_done(t, pending[t.name], ok):
                     del pending[t.name]
-            return not pending
+            return None if pending else arrived
 
         return _poll(
             address, attempt, lambda: f"topics {sorted(pending)} not done", interval, timeout

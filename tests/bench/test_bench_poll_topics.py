@@ -1,6 +1,6 @@
 """``observe.poll_topics`` against a scripted broker: a topic is done once an answer shows all its
 partitions led as wanted, later calls name only the topics not yet done, and the time returned
-is that of the answer completing the last one."""
+is that of the answer completing the last one (its arrival, before the observer checks it)."""
 
 from __future__ import annotations
 
@@ -123,3 +123,21 @@ async def test_warm_metadata_asks_each_broker_once_for_every_topic() -> None:
         for server, _ in served:
             await server.stop(0)
     assert [b.calls for b in brokers] == [[True], [True]]
+
+
+async def test_the_time_is_the_answers_arrival_not_the_end_of_checking_it() -> None:
+    """Checking every partition is the observer's own time: a slow check does not count."""
+    servicer = _Scripted([[_topic("a", [2, 3])]])
+    server, address = await _serve(servicer)
+    checked: list[float] = []
+
+    def slow_ok(p: broker_pb2.MetadataPartition) -> bool:
+        time.sleep(0.05)
+        checked.append(time.time())
+        return True
+
+    try:
+        done = await poll_topics({2: address}, {"a": 2}, slow_ok, interval=0.001, timeout=10)
+    finally:
+        await server.stop(None)
+    assert servicer.answered[-1] <= done[2] < checked[0]
