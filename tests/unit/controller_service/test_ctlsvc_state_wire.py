@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from leasehold.broker.v1 import control_pb2
 from services.controller import wire
-from services.controller.codec import RECOVERED, RECOVERING
 from services.controller.core import (
     LeaderAndIsr,
     LeaderAndIsrPartitionState,
@@ -37,40 +36,16 @@ UM_STATES = st.builds(
 
 
 def _generated_leader_and_isr(states) -> bytes:
+    """Through the generated classes, as ``wire.leader_and_isr`` builds a request."""
     pb = control_pb2.LeaderAndIsrRequest()
     for s in states:
-        lai = s.leader_and_isr
-        pb.partition_states.add(
-            topic=s.tp.topic,
-            topic_id=s.topic_id,
-            partition=s.tp.partition,
-            controller_epoch=lai.controller_epoch,
-            leader=lai.leader,
-            leader_epoch=lai.leader_epoch,
-            isr=lai.isr,
-            partition_epoch=lai.partition_epoch,
-            replicas=s.replicas,
-            adding_replicas=s.adding_replicas,
-            removing_replicas=s.removing_replicas,
-            is_new=s.is_new,
-            leader_recovery_state=RECOVERING if lai.recovering else RECOVERED,
-        )
+        wire._add_leader_and_isr_state(pb, s)
     return pb.SerializeToString()
 
 
 def _generated_update_metadata(s: UpdateMetadataPartitionState) -> bytes:
-    return control_pb2.UpdateMetadataPartitionState(
-        topic=s.tp.topic,
-        topic_id=s.topic_id,
-        partition=s.tp.partition,
-        controller_epoch=s.controller_epoch,
-        leader=s.leader,
-        leader_epoch=s.leader_epoch,
-        isr=s.isr,
-        partition_epoch=s.partition_epoch,
-        replicas=s.replicas,
-        offline_replicas=s.offline_replicas,
-    ).SerializeToString()
+    fields = wire._update_metadata_fields(s)
+    return control_pb2.UpdateMetadataPartitionState(**fields).SerializeToString()
 
 
 @settings(max_examples=300)
@@ -106,30 +81,12 @@ def test_update_metadata_states_encode_as_the_generated_class_does(states) -> No
 
 def test_every_field_of_the_state_messages_is_written() -> None:
     """A field added to either message must be added to the encoder."""
-    assert [f.name for f in control_pb2.LeaderAndIsrPartitionState.DESCRIPTOR.fields] == [
-        "topic",
-        "topic_id",
-        "partition",
-        "controller_epoch",
-        "leader",
-        "leader_epoch",
-        "isr",
-        "partition_epoch",
-        "replicas",
-        "adding_replicas",
-        "removing_replicas",
-        "is_new",
-        "leader_recovery_state",
-    ]
-    assert [f.name for f in control_pb2.UpdateMetadataPartitionState.DESCRIPTOR.fields] == [
-        "topic",
-        "topic_id",
-        "partition",
-        "controller_epoch",
-        "leader",
-        "leader_epoch",
-        "isr",
-        "partition_epoch",
-        "replicas",
-        "offline_replicas",
-    ]
+    common = ["topic", "topic_id", "partition", "controller_epoch", "leader", "leader_epoch"]
+    common += ["isr", "partition_epoch", "replicas"]
+    expected = {
+        control_pb2.LeaderAndIsrPartitionState: common
+        + ["adding_replicas", "removing_replicas", "is_new", "leader_recovery_state"],
+        control_pb2.UpdateMetadataPartitionState: [*common, "offline_replicas"],
+    }
+    for message, names in expected.items():
+        assert [f.name for f in message.DESCRIPTOR.fields] == names
