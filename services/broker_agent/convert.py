@@ -145,8 +145,8 @@ def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> Updat
     serialised it)."""
     state_hash = metadata_digest.state_hash
     # Built positionally, in the named tuple's field order (the keyword constructor cost as much
-    # as reading the fields; test_convert checks the order), with equal replica lists shared as
-    # in ``leader_and_isr_from_pb``.
+    # as reading the fields; test_convert_update_metadata checks the order), with equal replica
+    # lists shared as in ``leader_and_isr_from_pb``.
     new = tuple.__new__
     lists: dict[tuple[int, ...], tuple[int, ...]] = {(): ()}
     shared = lists.setdefault

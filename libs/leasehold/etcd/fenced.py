@@ -8,9 +8,9 @@ are 128 ops and 1.5 MiB per request) and several transactions run at once.
 
 Transactions are sent already encoded (``txn_request``, checked against the generated classes
 in ``tests/unit/etcd/test_fenced_wire.py``): building 128 compares and 128 puts per
-transaction through the generated messages cost ~5 us per write, ~50 ms of a 10,000-partition
-broker failure's commit on the controller's event loop, which keeps 8 transactions in flight
-only as fast as it builds the next.
+transaction through the generated messages cost 3-5 us per write, 30-50 ms of a
+10,000-partition broker failure's commit on the controller's event loop (which keeps 8
+transactions in flight only as fast as it builds the next); by hand it is half that.
 
 When a transaction fails, its failure branch reads back the fence keys, so a lost fence (raise
 :class:`FencedError`: we are not the controller any more) is told atomically; if the fence held,
