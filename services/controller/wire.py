@@ -132,7 +132,8 @@ class StateEncoder:
         self._topics: dict[tuple[str, str], bytes] = {}
         self._partitions: dict[int, bytes] = {}
         self._leaderships: dict[tuple[int, int, int, tuple[int, ...]], bytes] = {}
-        self._assignments: dict[tuple, bytes] = {}
+        self._assignments: dict[tuple, bytes] = {}  # LeaderAndIsr: replica lists and flags
+        self._replica_lists: dict[tuple, bytes] = {}  # UpdateMetadata: replicas and offline
 
     @staticmethod
     def _keep(pieces: dict, key: object, piece: bytes) -> bytes:
@@ -191,11 +192,11 @@ class StateEncoder:
         return piece
 
     def _replicas(self, replicas: tuple[int, ...], offline: tuple[int, ...]) -> bytes:
-        key = (replicas, offline)  # a 2-tuple: never equal to a LeaderAndIsr's 5-tuple key
-        piece = self._assignments.get(key)
+        key = (replicas, offline)
+        piece = self._replica_lists.get(key)
         if piece is None:
             encoded = protowire.packed(_REPLICAS, replicas) + protowire.packed(_OFFLINE, offline)
-            piece = self._keep(self._assignments, key, encoded)
+            piece = self._keep(self._replica_lists, key, encoded)
         return piece
 
     def leader_and_isr(self, s: LeaderAndIsrPartitionState) -> bytes:
