@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from aetcd import rpc
 
@@ -70,12 +71,12 @@ class Fence:
         return tuple(c.key for c in self.compares)
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(NamedTuple):
     """Put ``value`` at ``key`` (delete when ``value`` is None).
 
     ``expected`` is the mod revision the key must have: 0 means "must not exist", None means
-    "no per-key check" (only the fence).
+    "no per-key check" (only the fence). A named tuple: a broker failure's commit makes 10,000
+    of them on the controller's loop, at a third of a frozen dataclass's cost each.
     """
 
     key: bytes
