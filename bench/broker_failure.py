@@ -40,6 +40,7 @@ from bench.observe import (
     watch_states,
     watch_until,
 )
+from bench.raw_etcd import BULK_CONCURRENCY
 from bench.scenario import Layout, Scenario, Sizing, raw_state_writes
 
 
@@ -108,7 +109,11 @@ async def run(ctx: RunContext) -> list[Result]:
             f"SIGKILL of a broker leading {n:,} partitions (RF 3, 3 brokers)",
             COLUMNS,
             (
-                Row(BASELINE, {"brokers_ms": raw_ms}, note=f"{txns} txns, 8 in flight"),
+                Row(
+                    BASELINE,
+                    {"brokers_ms": raw_ms},
+                    note=f"{txns} txns, {BULK_CONCURRENCY} in flight",
+                ),
                 Row("SIGKILL, from lease expiry", values, note=verdict),
             ),
             baseline=BASELINE,

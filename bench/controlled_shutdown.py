@@ -30,6 +30,7 @@ import grpc
 
 from bench.framework import BenchSuite, Column, Result, Row, RunContext
 from bench.observe import broker_epoch, partition_states, poll_brokers, watch_states
+from bench.raw_etcd import BULK_CONCURRENCY
 from bench.scenario import Layout, Scenario, Sizing, raw_state_writes
 from leasehold.broker.v1 import broker_pb2
 from leasehold.common.v1 import common_pb2
@@ -151,7 +152,11 @@ async def run(ctx: RunContext) -> list[Result]:
             f"controlled shutdown of a broker leading {n:,} partitions (RF 3, 3 brokers)",
             COLUMNS,
             (
-                Row(BASELINE, {"answer_ms": raw_ms}, note=f"{txns} txns, 8 in flight"),
+                Row(
+                    BASELINE,
+                    {"answer_ms": raw_ms},
+                    note=f"{txns} txns, {BULK_CONCURRENCY} in flight",
+                ),
                 Row(
                     "ControlledShutdown",
                     values,

@@ -6,8 +6,10 @@ controller fence (election key create revision, controller-epoch mod revision) p
 mod-revision compare per key, as partition-state writes do. Figures:
 
 - fenced transactions of a full chunk (126 puts + 128 compares, the 128-op limit less the two
-  fence compares) with 1, 4, 8 and 16 in flight, against single-op puts one at a time (baseline);
-- one bulk creation of N keys with ``commit``'s default 8 in flight (topic-creation shaped);
+  fence compares) with 1, 4, 8, 16 and 64 in flight, against single-op puts one at a time
+  (baseline);
+- one bulk creation of N keys with ``commit``'s default in flight (``COMMIT_CONCURRENCY``,
+  topic-creation shaped);
 - a paged ``range_prefix`` read of those N keys with the client's page size and a 10x larger
   one, against single-key gets one at a time. (etcd 3.5 counts the whole rest of the range on
   every page, so small pages make a large read quadratic; the two rows show what that costs.)
@@ -36,11 +38,11 @@ from bench.framework import (
 )
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.client import PAGE_SIZE
-from leasehold.etcd.fenced import MAX_TXN_OPS, Fence, Write, commit
+from leasehold.etcd.fenced import COMMIT_CONCURRENCY, MAX_TXN_OPS, Fence, Write, commit
 from leasehold.metadata.v1 import metadata_pb2
 
-IN_FLIGHT = (1, 4, 8, 16)
-BULK_CONCURRENCY = 8  # fenced.commit's default, what the controller uses
+IN_FLIGHT = (1, 4, 8, 16, 64)
+BULK_CONCURRENCY = COMMIT_CONCURRENCY  # fenced.commit's default, what the controller uses
 PAGE_SIZES = (1_000, PAGE_SIZE)  # the old default against the current one
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from bench.framework import BenchSuite, Column, Result, Row, RunContext
 from bench.observe import poll_brokers, watch_states
+from bench.raw_etcd import BULK_CONCURRENCY
 from bench.scenario import Scenario, Sizing, raw_state_writes
 from leasehold.admin.v1 import admin_pb2
 from leasehold.broker.v1 import broker_pb2
@@ -107,7 +108,7 @@ async def run(ctx: RunContext) -> list[Result]:
         rows.append(
             Row(f"raw etcd: {knobs.largest:,} fenced state writes",
                 {"partitions_per_s": knobs.largest / raw_ms * 1000, "etcd_ms": raw_ms},
-                note=f"{txns} txns, 8 in flight")
+                note=f"{txns} txns, {BULK_CONCURRENCY} in flight")
         )  # fmt: skip
         await sc.start_services()
         await sc.settle()
