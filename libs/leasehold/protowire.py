@@ -46,6 +46,11 @@ def length_delimited(key: bytes, body: bytes) -> bytes:
     return key + (SMALL[size] if size < 128 else varint(size)) + body
 
 
+def scalar(key: bytes, value: int) -> bytes:
+    """A varint field; nothing for proto3's default zero."""
+    return key + varint(value) if value else b""
+
+
 def packed(key: bytes, values: tuple[int, ...]) -> bytes:
     """A packed repeated int32/int64 field; nothing for an empty list."""
     if not values:
@@ -74,7 +79,7 @@ class Pieces:
         if piece is None:
             if len(self._scalars) >= MAX_PIECES:
                 self._scalars.clear()
-            piece = self._scalars[k] = key + varint(value) if value else b""
+            piece = self._scalars[k] = scalar(key, value)
         return piece
 
     def ints(self, key: bytes, values: tuple[int, ...]) -> bytes:

@@ -95,9 +95,8 @@ def encode_partition_state(
     if head is None:
         if len(_heads) >= protowire.MAX_PIECES:
             _heads.clear()
-        head = _heads[head_key] = _scalar(_PS_LEADER, lai.leader) + _scalar(
-            _PS_LEADER_EPOCH, lai.leader_epoch
-        )
+        leader = protowire.scalar(_PS_LEADER, lai.leader)
+        head = _heads[head_key] = leader + protowire.scalar(_PS_LEADER_EPOCH, lai.leader_epoch)
     off = tuple(sorted(offline)) if offline else ()
     tail_key = (
         lai.isr, lai.controller_epoch, assignment.adding, assignment.removing, lai.recovering, off
@@ -109,19 +108,14 @@ def encode_partition_state(
         tail = _tails[tail_key] = b"".join(
             [
                 protowire.packed(_PS_ISR, lai.isr),
-                _scalar(_PS_CONTROLLER_EPOCH, lai.controller_epoch),
+                protowire.scalar(_PS_CONTROLLER_EPOCH, lai.controller_epoch),
                 protowire.packed(_PS_ADDING, assignment.adding),
                 protowire.packed(_PS_REMOVING, assignment.removing),
-                _scalar(_PS_RECOVERY, RECOVERING if lai.recovering else RECOVERED),
+                protowire.scalar(_PS_RECOVERY, RECOVERING if lai.recovering else RECOVERED),
                 protowire.packed(_PS_OFFLINE, off),
             ]
         )
     return head + tail
-
-
-def _scalar(key: bytes, value: int) -> bytes:
-    """A varint field, nothing for proto3's default zero."""
-    return key + protowire.varint(value) if value else b""
 
 
 def encode_write(write: PartitionStateWrite, offline: Iterable[int] = ()) -> bytes:

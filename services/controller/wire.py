@@ -151,7 +151,7 @@ class StateEncoder:
             topic = self._keep(self._topics, key, encoded)
         partition = self._partitions.get(tp.partition)
         if partition is None:
-            encoded = _scalar(_PARTITION, tp.partition)
+            encoded = protowire.scalar(_PARTITION, tp.partition)
             partition = self._keep(self._partitions, tp.partition, encoded)
         return topic + partition
 
@@ -162,9 +162,9 @@ class StateEncoder:
         piece = self._leaderships.get(key)
         if piece is None:
             encoded = (
-                _scalar(_CONTROLLER_EPOCH, epoch)
-                + _scalar(_LEADER, leader)
-                + _scalar(_LEADER_EPOCH, leader_epoch)
+                protowire.scalar(_CONTROLLER_EPOCH, epoch)
+                + protowire.scalar(_LEADER, leader)
+                + protowire.scalar(_LEADER_EPOCH, leader_epoch)
                 + protowire.packed(_ISR, isr)
             )
             piece = self._keep(self._leaderships, key, encoded)
@@ -186,7 +186,7 @@ class StateEncoder:
                 + protowire.packed(_ADDING, adding)
                 + protowire.packed(_REMOVING, removing)
                 + (_IS_NEW if is_new else b"")
-                + _scalar(_RECOVERY, RECOVERING if recovering else RECOVERED)
+                + protowire.scalar(_RECOVERY, RECOVERING if recovering else RECOVERED)
             )
             piece = self._keep(self._assignments, key, encoded)
         return piece
@@ -207,7 +207,7 @@ class StateEncoder:
             (
                 self._common(s.tp, s.topic_id),
                 self._leadership(lai.controller_epoch, lai.leader, lai.leader_epoch, lai.isr),
-                _PARTITION_EPOCH + protowire.varint(epoch) if epoch else b"",
+                protowire.scalar(_PARTITION_EPOCH, epoch),
                 self._assignment(
                     s.replicas, s.adding_replicas, s.removing_replicas, s.is_new, lai.recovering
                 ),
@@ -222,7 +222,7 @@ class StateEncoder:
             (
                 self._common(s.tp, s.topic_id),
                 self._leadership(s.controller_epoch, s.leader, s.leader_epoch, s.isr),
-                _PARTITION_EPOCH + protowire.varint(epoch) if epoch else b"",
+                protowire.scalar(_PARTITION_EPOCH, epoch),
                 self._replicas(s.replicas, s.offline_replicas),
             )
         )
@@ -231,11 +231,6 @@ class StateEncoder:
         """States as the ``partition_states`` of an UpdateMetadataRequest."""
         entry, state = protowire.length_delimited, self.update_metadata
         return b"".join([entry(_PARTITION_STATES, state(s)) for s in states])
-
-
-def _scalar(key: bytes, value: int) -> bytes:
-    """A varint field; proto3 leaves a zero out."""
-    return key + protowire.varint(value) if value else b""
 
 
 ENCODER = StateEncoder()
