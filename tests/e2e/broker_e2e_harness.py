@@ -12,8 +12,6 @@ through LocalCluster's process handling.
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -123,8 +121,7 @@ class BrokerCluster:
         if self.etcd is not None:
             await self.etcd.close()
         self.local.etcd.stop()
-        if not os.environ.get("LEASEHOLD_KEEP_TEST_DIRS"):
-            shutil.rmtree(self.local.workdir, ignore_errors=True)
+        self.local.remove_workdir()
 
     def logs(self, broker_id: int) -> str:
         return self.local.logs(f"broker-{broker_id}", tail=40)

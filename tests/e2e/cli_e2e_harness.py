@@ -46,6 +46,7 @@ def running_cluster(spec: ClusterSpec) -> Iterator[LocalCluster]:
         for broker in cluster.brokers.values():
             broker.terminate(timeout=15)
         cluster.stop()
+        cluster.remove_workdir()
 
 
 def cli(cluster: LocalCluster, *args: str, input: str | None = None) -> Result:

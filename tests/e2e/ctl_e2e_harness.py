@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -46,7 +45,7 @@ def running_cluster(brokers: int = 3, controllers: int = 2, **env: str) -> Itera
             proc.kill()
         cluster.stop()
         if passed:  # keep the logs of a failed run for debugging
-            shutil.rmtree(cluster.workdir, ignore_errors=True)
+            cluster.remove_workdir()
 
 
 class Etcd:

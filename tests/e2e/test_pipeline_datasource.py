@@ -27,6 +27,7 @@ def cluster():
         yield c
     finally:
         c.stop()
+        c.remove_workdir()
 
 
 @pytest.fixture(scope="module")

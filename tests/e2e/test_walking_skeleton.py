@@ -33,6 +33,7 @@ def cluster():
         yield c
     finally:
         c.stop()
+        c.remove_workdir()
 
 
 def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess:

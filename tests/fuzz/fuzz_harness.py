@@ -16,8 +16,6 @@ DEADLINE_EXCEEDED: the service hung); and the process called is still alive afte
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -139,8 +137,7 @@ class FuzzCluster:
             self.run(self._etcd.close())
         self._runner.close()
         self.cluster.stop()
-        if not os.environ.get("LEASEHOLD_KEEP_TEST_DIRS"):
-            shutil.rmtree(self.cluster.workdir, ignore_errors=True)
+        self.cluster.remove_workdir()
 
     def run(self, coro) -> Any:
         return self._runner.run(coro)

@@ -3,6 +3,7 @@ fresh ports, not a failed test; explicit ports are never changed."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -40,8 +41,10 @@ def test_a_picked_port_taken_meanwhile_is_replaced(taken, monkeypatch):
 
 
 def test_explicit_ports_are_not_retried(taken):
+    server = EtcdServer(client_port=taken, peer_port=free_port())
     with pytest.raises(RuntimeError, match=f"did not start on 127.0.0.1:{taken}"):
-        EtcdServer(client_port=taken, peer_port=free_port()).start(timeout=10)
+        server.start(timeout=10)
+    assert server.data_dir and not os.path.exists(server.data_dir)  # its own temporary dir
 
 
 def test_waiting_stops_when_the_process_has_exited():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -125,6 +126,7 @@ class ClusterSpec:
 class LocalCluster:
     def __init__(self, spec: ClusterSpec | None = None, workdir: str | None = None) -> None:
         self.spec = spec or ClusterSpec()
+        self._owns_workdir = workdir is None  # a temporary directory: ``remove_workdir``
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="leasehold-cluster-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.ca = CertificateAuthority(self.workdir / "certs") if self.spec.tls else None
@@ -306,6 +308,13 @@ class LocalCluster:
             failure = failure or exc
         if failure is not None:
             raise failure
+
+    def remove_workdir(self) -> None:
+        """Delete the work directory (logs, etcd and broker data: ~60 MB for a small test
+        cluster) if this cluster made it as a temporary one; after ``stop``. Kept when
+        ``LEASEHOLD_KEEP_TEST_DIRS`` is set, for looking at a run afterwards."""
+        if self._owns_workdir and not os.environ.get("LEASEHOLD_KEEP_TEST_DIRS"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> LocalCluster:
         return self.start()

@@ -79,6 +79,8 @@ class EtcdServer:
                 shutil.rmtree(data, ignore_errors=True)  # what the failed bootstrap left
             if self._start_once(timeout):
                 return self
+        if self._own_dir:  # nobody stops a server that did not start
+            shutil.rmtree(data, ignore_errors=True)
         raise RuntimeError(f"etcd did not start on {self.endpoint}")
 
     def _start_once(self, timeout: float) -> bool:

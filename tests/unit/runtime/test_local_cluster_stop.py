@@ -1,4 +1,5 @@
-"""LocalCluster.stop stops every process even when one of them will not go."""
+"""LocalCluster.stop stops every process even when one of them will not go; remove_workdir
+deletes only a work directory the cluster made."""
 
 from __future__ import annotations
 
@@ -58,3 +59,26 @@ def test_a_process_that_will_not_stop_does_not_leave_the_rest_running(tmp_path):
         cluster.stop()
     assert raised.value.cmd == "broker-1"  # the first failure is the one reported
     assert stopped == ["broker-2", "admin", "etcd"]
+
+
+def test_remove_workdir_deletes_only_a_temporary_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("LEASEHOLD_KEEP_TEST_DIRS", raising=False)
+    made = LocalCluster(ClusterSpec(controllers=0, brokers=0))
+    (made.workdir / "broker-1.log").write_text("x")
+    given = LocalCluster(ClusterSpec(controllers=0, brokers=0), workdir=str(tmp_path / "mine"))
+    made.remove_workdir()
+    given.remove_workdir()
+    assert not made.workdir.exists()
+    assert given.workdir.exists()
+
+
+def test_remove_workdir_keeps_it_when_asked(monkeypatch):
+    monkeypatch.setenv("LEASEHOLD_KEEP_TEST_DIRS", "1")
+    made = LocalCluster(ClusterSpec(controllers=0, brokers=0))
+    try:
+        made.remove_workdir()
+        assert made.workdir.exists()
+    finally:
+        monkeypatch.delenv("LEASEHOLD_KEEP_TEST_DIRS")
+        made.remove_workdir()
+    assert not made.workdir.exists()
