@@ -46,6 +46,15 @@ def length_delimited(key: bytes, body: bytes) -> bytes:
     return key + (SMALL[size] if size < 128 else varint(size)) + body
 
 
+def keep(pieces: dict, key: object, piece: bytes) -> bytes:
+    """Store ``piece`` under ``key`` in a piece cache and return it; a cache holding
+    ``MAX_PIECES`` entries is emptied first, so every cache stays bounded."""
+    if len(pieces) >= MAX_PIECES:
+        pieces.clear()
+    pieces[key] = piece
+    return piece
+
+
 def scalar(key: bytes, value: int) -> bytes:
     """A varint field; nothing for proto3's default zero."""
     return key + varint(value) if value else b""
@@ -63,30 +72,3 @@ def string(key: bytes, value: str) -> bytes:
     if not value:
         return b""
     return length_delimited(key, value.encode())
-
-
-class Pieces:
-    """Encoded fields kept per value: ``scalar(key, n)`` (a varint field, nothing for zero) and
-    ``ints(key, values)`` (a packed list), each built once and then looked up."""
-
-    def __init__(self) -> None:
-        self._scalars: dict[tuple[bytes, int], bytes] = {}
-        self._lists: dict[tuple[bytes, tuple[int, ...]], bytes] = {}
-
-    def scalar(self, key: bytes, value: int) -> bytes:
-        k = (key, value)
-        piece = self._scalars.get(k)
-        if piece is None:
-            if len(self._scalars) >= MAX_PIECES:
-                self._scalars.clear()
-            piece = self._scalars[k] = scalar(key, value)
-        return piece
-
-    def ints(self, key: bytes, values: tuple[int, ...]) -> bytes:
-        k = (key, values)
-        piece = self._lists.get(k)
-        if piece is None:
-            if len(self._lists) >= MAX_PIECES:
-                self._lists.clear()
-            piece = self._lists[k] = packed(key, values)
-        return piece

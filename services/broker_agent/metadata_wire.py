@@ -49,9 +49,8 @@ class TopicEncoder:
         key = (tag, value)
         piece = self._fields.get(key)
         if piece is None:
-            if len(self._fields) >= protowire.MAX_PIECES:
-                self._fields.clear()
-            piece = self._fields[key] = bytes((tag,)) + varint(int(value)) if value else b""
+            encoded = bytes((tag,)) + varint(int(value)) if value else b""
+            piece = protowire.keep(self._fields, key, encoded)
         return piece
 
     def _rest(
@@ -67,15 +66,14 @@ class TopicEncoder:
         key = (leader, leader_epoch, replicas, isr, offline)
         piece = self._lists.get(key)
         if piece is None:
-            if len(self._lists) >= protowire.MAX_PIECES:
-                self._lists.clear()
-            piece = self._lists[key] = (
+            encoded = (
                 self._field(_LEADER, leader)
                 + self._field(_EPOCH, leader_epoch)
                 + _packed(_REPLICAS, replicas)
                 + _packed(_ISR, isr)
                 + _packed(_OFFLINE, offline)
             )
+            piece = protowire.keep(self._lists, key, encoded)
         return piece
 
     def partitions(self, views: Iterable[PartitionView]) -> bytes:
@@ -86,9 +84,9 @@ class TopicEncoder:
             key = (p.error, p.partition)
             head = heads.get(key)
             if head is None:
-                if len(heads) >= protowire.MAX_PIECES:
-                    heads.clear()
-                head = heads[key] = field(_ERROR, p.error) + field(_PARTITION, p.partition)
+                head = protowire.keep(
+                    heads, key, field(_ERROR, p.error) + field(_PARTITION, p.partition)
+                )
             body = head + rest(p.leader, p.leader_epoch, p.replicas, p.isr, p.offline_replicas)
             size = len(body)
             out.append(_TOPIC_PARTITION)

@@ -93,19 +93,16 @@ def encode_partition_state(
     head_key = (lai.leader, lai.leader_epoch)
     head = _heads.get(head_key)
     if head is None:
-        if len(_heads) >= protowire.MAX_PIECES:
-            _heads.clear()
         leader = protowire.scalar(_PS_LEADER, lai.leader)
-        head = _heads[head_key] = leader + protowire.scalar(_PS_LEADER_EPOCH, lai.leader_epoch)
+        epoch = protowire.scalar(_PS_LEADER_EPOCH, lai.leader_epoch)
+        head = protowire.keep(_heads, head_key, leader + epoch)
     off = tuple(sorted(offline)) if offline else ()
     tail_key = (
         lai.isr, lai.controller_epoch, assignment.adding, assignment.removing, lai.recovering, off
     )  # fmt: skip
     tail = _tails.get(tail_key)
     if tail is None:
-        if len(_tails) >= protowire.MAX_PIECES:
-            _tails.clear()
-        tail = _tails[tail_key] = b"".join(
+        encoded = b"".join(
             [
                 protowire.packed(_PS_ISR, lai.isr),
                 protowire.scalar(_PS_CONTROLLER_EPOCH, lai.controller_epoch),
@@ -115,6 +112,7 @@ def encode_partition_state(
                 protowire.packed(_PS_OFFLINE, off),
             ]
         )
+        tail = protowire.keep(_tails, tail_key, encoded)
     return head + tail
 
 

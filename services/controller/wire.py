@@ -135,24 +135,17 @@ class StateEncoder:
         self._assignments: dict[tuple, bytes] = {}  # LeaderAndIsr: replica lists and flags
         self._replica_lists: dict[tuple, bytes] = {}  # UpdateMetadata: replicas and offline
 
-    @staticmethod
-    def _keep(pieces: dict, key: object, piece: bytes) -> bytes:
-        if len(pieces) >= protowire.MAX_PIECES:
-            pieces.clear()
-        pieces[key] = piece
-        return piece
-
     def _common(self, tp: TopicPartition, topic_id: str) -> bytes:
         """Topic, topic id and partition number."""
         key = (tp.topic, topic_id)
         topic = self._topics.get(key)
         if topic is None:
             encoded = protowire.string(_TOPIC, tp.topic) + protowire.string(_TOPIC_ID, topic_id)
-            topic = self._keep(self._topics, key, encoded)
+            topic = protowire.keep(self._topics, key, encoded)
         partition = self._partitions.get(tp.partition)
         if partition is None:
             encoded = protowire.scalar(_PARTITION, tp.partition)
-            partition = self._keep(self._partitions, tp.partition, encoded)
+            partition = protowire.keep(self._partitions, tp.partition, encoded)
         return topic + partition
 
     def _leadership(
@@ -167,7 +160,7 @@ class StateEncoder:
                 + protowire.scalar(_LEADER_EPOCH, leader_epoch)
                 + protowire.packed(_ISR, isr)
             )
-            piece = self._keep(self._leaderships, key, encoded)
+            piece = protowire.keep(self._leaderships, key, encoded)
         return piece
 
     def _assignment(
@@ -188,7 +181,7 @@ class StateEncoder:
                 + (_IS_NEW if is_new else b"")
                 + protowire.scalar(_RECOVERY, RECOVERING if recovering else RECOVERED)
             )
-            piece = self._keep(self._assignments, key, encoded)
+            piece = protowire.keep(self._assignments, key, encoded)
         return piece
 
     def _replicas(self, replicas: tuple[int, ...], offline: tuple[int, ...]) -> bytes:
@@ -196,7 +189,7 @@ class StateEncoder:
         piece = self._replica_lists.get(key)
         if piece is None:
             encoded = protowire.packed(_REPLICAS, replicas) + protowire.packed(_OFFLINE, offline)
-            piece = self._keep(self._replica_lists, key, encoded)
+            piece = protowire.keep(self._replica_lists, key, encoded)
         return piece
 
     def leader_and_isr(self, s: LeaderAndIsrPartitionState) -> bytes:
