@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from leasehold.config import CommonConfig, add_common_arguments, common_from_args, env
+from leasehold.etcd.session import DEFAULT_TTL
 
 DEFAULT_PORT = 9092
 
@@ -24,7 +25,7 @@ class BrokerConfig:
     broker_id: int
     data_dir: str
     common: CommonConfig = field(default_factory=CommonConfig)
-    session_ttl: int = 5
+    session_ttl: int = DEFAULT_TTL
     rack: str = ""
     # Replication (Kafka's names, in milliseconds and bytes).
     replica_lag_time_max_ms: int = 30_000

@@ -123,7 +123,7 @@ class Registration:
                     self._set_epoch(epoch)
                     break
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                delay = min(delay * 2, 0.5)
 
     async def close(self) -> None:
         """Revoke the session: the registration key goes at once and the controller sees us

@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 
 from leasehold import metrics as metrics_server
 from leasehold.common.v1 import common_pb2
-from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
+from leasehold.controller.v1 import controller_pb2_grpc
 from leasehold.etcd.client import EtcdClient
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
@@ -38,12 +38,11 @@ from services.controller.core import TopicPartition
 from services.controller.election import ElectionRunner
 from services.controller.event_loop import EventLoop
 from services.controller.events import (
-    AlterPartition,
-    ControlledShutdown,
     ControllerEvent,
     StopReplicaResult,
 )
 from services.controller.metrics import ControllerMetrics
+from services.controller.role import answer_not_controller
 from services.controller.servicer import SERVICE_NAME, ControllerServicer
 from services.controller.statelog import StateChangeLog
 from services.controller.store import ControllerStore
@@ -152,7 +151,7 @@ class ControllerApp:
                     await task
         await self.events.stop()
         for event in self.events.drain():
-            _answer_not_controller(event)
+            answer_not_controller(event)
         await self.controller.deactivate("the controller is stopping")
         await self.client.close()
         self.statelog.close()
@@ -241,16 +240,3 @@ def stop_replica_result(broker_id: int, request, response) -> StopReplicaResult 
         for s in deleted
     )
     return StopReplicaResult(broker_id, request.controller_epoch, errors)
-
-
-def _answer_not_controller(event: ControllerEvent) -> None:
-    if isinstance(event, AlterPartition) and not event.future.done():
-        event.future.set_result(
-            controller_pb2.AlterPartitionResponse(error_code=common_pb2.ERROR_CODE_NOT_CONTROLLER)
-        )
-    elif isinstance(event, ControlledShutdown) and not event.future.done():
-        event.future.set_result(
-            controller_pb2.ControlledShutdownResponse(
-                error_code=common_pb2.ERROR_CODE_NOT_CONTROLLER
-            )
-        )

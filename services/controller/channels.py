@@ -146,6 +146,20 @@ class ControllerChannelManager:
         self.failures = 0
         self.digest_mismatches = 0  # digest-first UpdateMetadata sent in full after all
         self._expecting = 0  # holders of ``expect_more``
+        self._open = asyncio.Event()  # cleared by ``hold``: nothing is sent meanwhile
+        self._open.set()
+
+    def hold(self) -> None:
+        """Send nothing until ``release`` (the controller's office is suspended): requests
+        stay queued, and one whose answer failed is retried only after ``release``."""
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    @property
+    def held(self) -> bool:
+        return not self._open.is_set()
 
     @property
     def broker_ids(self) -> frozenset[int]:
@@ -404,6 +418,7 @@ class ControllerChannelManager:
         backoff = self.settings.backoff_s
         attempts = 0
         while True:
+            await self._open.wait()
             attempts += 1
             try:
                 return await method(request, timeout=timeout), attempts

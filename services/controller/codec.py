@@ -45,7 +45,9 @@ class StoredPartitionState(NamedTuple):
 def broker_info(kv: KV) -> BrokerInfo:
     """A registered broker; its epoch (KIP-380) is the registration key's create revision."""
     reg = metadata_pb2.BrokerRegistration.FromString(kv.value)
-    return BrokerInfo(reg.broker_id, reg.host, reg.port, reg.rack, kv.create_revision)
+    return BrokerInfo(
+        reg.broker_id, reg.host, reg.port, reg.rack, kv.create_revision, reg.incarnation_id
+    )
 
 
 def decode_topic(value: bytes) -> metadata_pb2.TopicAssignment:

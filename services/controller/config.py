@@ -17,15 +17,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from leasehold.config import CommonConfig, add_common_arguments, common_from_args, env
+from leasehold.etcd.session import DEFAULT_TTL
 
 DEFAULT_PORT = 9190
+
+
+def grace_default(ttl: float) -> float:
+    """The brokers' grace after an etcd outage (``role.OutageGrace``): a little over one TTL.
+    A broker whose lease etcd expired registers again within about a second of etcd answering
+    (its keep-alive thread asks every 0.2 s)."""
+    return ttl + 1.0
 
 
 @dataclass(frozen=True)
 class ControllerConfig:
     common: CommonConfig = field(default_factory=CommonConfig)
     controller_id: int = 1
-    session_ttl: int = 5
+    session_ttl: int = DEFAULT_TTL
+    # After an etcd outage, how long a broker whose registration vanished stays live for its
+    # re-registration (``role``).
+    broker_grace_s: float = grace_default(DEFAULT_TTL)
     state_change_log: str = ""
     # Overrides the cluster config leader.imbalance.check.interval.seconds when > 0.
     rebalance_interval_s: float = 0.0
@@ -78,7 +89,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="derive the controller id from $HOSTNAME (crc32 & 0x7fffffff); overrides "
         "--controller-id",
     )
-    a("--session-ttl", type=int, default=int(env("SESSION_TTL", "5")), help="lease TTL, seconds")
+    a(
+        "--session-ttl",
+        type=int,
+        default=int(env("SESSION_TTL", str(DEFAULT_TTL))),
+        help="lease TTL, seconds",
+    )
+    a(
+        "--broker-grace",
+        type=float,
+        default=float(env("BROKER_GRACE", "-1")),
+        help="seconds a broker whose registration vanished in an etcd outage has to register "
+        "again before it is treated as dead; default: session TTL + 1",
+    )
     a("--state-change-log", default=env("STATE_CHANGE_LOG", ""), help="JSON lines file")
     a(
         "--rebalance-interval",
@@ -114,6 +137,7 @@ def parse_args(
         common=common_from_args(ns),
         controller_id=ns.controller_id,
         session_ttl=ns.session_ttl,
+        broker_grace_s=ns.broker_grace if ns.broker_grace >= 0 else grace_default(ns.session_ttl),
         state_change_log=ns.state_change_log,
         rebalance_interval_s=ns.rebalance_interval,
         rebalance_initial_delay_s=ns.rebalance_initial_delay,

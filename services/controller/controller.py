@@ -56,6 +56,7 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.metadata_cache import UpdateMetadataCache
+from services.controller.role import Office
 from services.controller.statelog import StateChangeLog, now_ms
 from services.controller.store import (
     ControllerStore,
@@ -132,6 +133,7 @@ class Controller:
         self.on_leader_elections: Callable[[int, int, float], None] = lambda n, u, ms: None
         self.put: Callable[[ev.ControllerEvent], None] = lambda e: None
         self.flows = Flows(self)
+        self.office = Office(self)  # suspension through etcd outages, the brokers' grace
         # Set by ``holding_requests``: applied plans whose broker requests wait to be queued.
         self._held_plans: list[StateChangePlan] | None = None
         self.heap = HeapFreezer(enabled=False)  # the service's main enables it
@@ -147,7 +149,7 @@ class Controller:
         started = time.monotonic()
         with self._event_span(event):
             try:
-                await self._dispatch(event)
+                await self.dispatch(event)
                 await self.send_now()  # on gRPC's side before the records are encoded
             except (FencedError, NotElectedError) as e:
                 log.warning("deposed while handling %s: %s", event.name, e)
@@ -195,9 +197,13 @@ class Controller:
         add partitions (not the controller's own reassignment rewrites of a topic key)."""
         return [dict(tc.carrier) for tc in _trace_contexts(event, self.ctx) if tc.carrier]
 
-    async def _dispatch(self, event: ev.ControllerEvent) -> None:
+    async def dispatch(self, event: ev.ControllerEvent) -> None:
         f = self.flows
+        if await self.office.intercept(event):  # role events; what a suspended office defers
+            return
         if isinstance(event, _METADATA):
+            if isinstance(event, ev.BrokerChange):
+                event = self.office.through_grace(event)
             self.view.update(event)
             if isinstance(event, ev.ControllerEpochChange):
                 await self._on_epoch_change(event)
@@ -375,6 +381,7 @@ class Controller:
         self.active = False
         self.pending_failover = None
         self.generation += 1
+        self.office.reset()
         self.store.clear_fence()
         self.batch.clear()
         self.flows.stop()
@@ -395,7 +402,8 @@ class Controller:
         self.batch = RequestBatch(self.ctx)
         self.metadata_cache = UpdateMetadataCache()
         self.view = ClusterView()
-        for event in self._snapshot():
+        held = self.office.restore_held()  # brokers in their outage grace stay live
+        for event in [*self._snapshot(), *([held] if held else [])]:
             if isinstance(event, _METADATA):
                 self.view.update(event)
                 apply_warm(self.ctx, self.view, event)

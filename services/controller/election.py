@@ -1,7 +1,9 @@
 """Campaigning for the controller role, forever: session, campaign, lead, resign, again.
 
 The task never touches controller state. When it wins, it puts ``Elected`` on the event loop (the
-handler bumps the epoch and runs failover); when the lease is lost, or the controller reports it
+handler bumps the epoch and runs failover). While etcd does not confirm the lease it puts
+``Suspend`` (the office stops acting), and ``Resume`` once etcd confirms the same lease and our
+election key still leads (``role``). When the lease is lost, or the controller reports it
 was deposed (a fenced write failed, a newer epoch appeared), or the process stops, it puts
 ``Resign``, waits for the loop to undo the term, deletes its election key so the next candidate
 takes over at once, and starts a new session to campaign again (a hot standby keeps watching the
@@ -18,12 +20,27 @@ from leasehold import telemetry
 from leasehold.etcd.client import EtcdClient, EtcdError
 from leasehold.etcd.election import Election, ElectionLost
 from leasehold.etcd.keys import Keyspace
+from leasehold.etcd.lease import LeaseState
 from leasehold.etcd.session import Session
 from services.controller.controller import Controller
 from services.controller.event_loop import EventLoop
-from services.controller.events import Elected, Resign
+from services.controller.events import Elected, EtcdReachability, Resign, Resume, Suspend
 
 log = logging.getLogger(__name__)
+
+UNCONFIRMED = "the controller lease is not confirmed"
+CONFIRMED = "the controller lease is confirmed again"
+
+
+async def _first(events: dict[asyncio.Event, str]) -> str:
+    """The label of the first of ``events`` to be set."""
+    waits = {asyncio.create_task(e.wait()): label for e, label in events.items()}
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in waits:
+            t.cancel()
+    return waits[next(iter(done))]
 
 
 class ElectionRunner:
@@ -73,6 +90,7 @@ class ElectionRunner:
                 await self._pause(1.0)
                 continue
             self.session = session
+            self._watch_reachability(session)
             election = Election(session, self.keyspace.controller_election_prefix)
             won = await self._campaign(election)
             if won:
@@ -112,23 +130,55 @@ class ElectionRunner:
         self.terms += 1
         self.controller.election_generation += 1
         self._deposed.clear()
-        self.events.put(
-            Elected(election.key, election.revision, self.controller.election_generation)
-        )
-        waits = {
-            asyncio.create_task(session.done.wait()): "the controller lease was lost",
-            asyncio.create_task(self._deposed.wait()): "deposed by a newer controller",
-            asyncio.create_task(self._stopping.wait()): "the controller is stopping",
-        }
-        done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        for t in pending:
-            t.cancel()
-        reason = waits[next(iter(done))]
+        generation = self.controller.election_generation
+        self.events.put(Elected(election.key, election.revision, generation))
+        reason = await self._hold_office(session, election, generation)
         self.controller.election_generation += 1  # an Elected still queued is now stale
         finished = asyncio.get_running_loop().create_future()
         self.events.put(Resign(reason, finished, stopping=self._stopping.is_set()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(finished, timeout=10)
+
+    async def _hold_office(self, session: Session, election: Election, generation: int) -> str:
+        """Until the term ends; returns why. While etcd does not confirm the lease the office
+        is suspended; it resumes when etcd confirms the same lease and our key still leads."""
+        ends = {
+            session.done: "the controller lease was lost",
+            self._deposed: "deposed by a newer controller",
+            self._stopping: "the controller is stopping",
+        }
+        while True:
+            fired = await _first({**ends, session.unconfirmed: UNCONFIRMED})
+            if fired != UNCONFIRMED:
+                return fired
+            self.events.put(Suspend(generation))
+            fired = await _first({**ends, session.confirmed: CONFIRMED})
+            if fired != CONFIRMED:
+                return fired
+            try:
+                leads = await election.still_leader()
+            except EtcdError as e:
+                log.warning("cannot check the election after etcd came back: %s", e)
+                return "the election could not be checked after an etcd outage"
+            if not leads:
+                return "another candidate holds the election after an etcd outage"
+            self.events.put(Resume(generation))
+
+    def _watch_reachability(self, session: Session) -> None:
+        """Tell the controller when our session stops reaching etcd and when etcd answers
+        again (a lost lease is an answer too): the brokers' grace follows it (``role``)."""
+        unreachable = False
+
+        def changed(state: LeaseState) -> None:
+            nonlocal unreachable
+            if state is LeaseState.UNCONFIRMED:
+                unreachable = True
+                self.events.put(EtcdReachability(False))
+            elif unreachable:
+                unreachable = False
+                self.events.put(EtcdReachability(True))
+
+        session.on_change = changed
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

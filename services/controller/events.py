@@ -11,7 +11,8 @@ Two families, as Kafka's ControllerEventManager has:
   task queues each batch undecoded, as a ``WatchDelivery``; the event loop decodes it into
   those events when it reaches it (see ``event_loop``), so decoding never competes with the
   event being handled.
-* Control events: ``Elected`` / ``Resign`` from the election task, ``AutoRebalance`` from the
+* Control events: ``Elected`` / ``Resign`` / ``Suspend`` / ``Resume`` / ``EtcdReachability``
+  from the election task, ``GraceExpired`` from the outage grace's timer, ``AutoRebalance`` from the
   scheduler, ``AlterPartition`` / ``ControlledShutdown`` from the gRPC servicer (they carry a
   future the servicer awaits), ``StopReplicaResult`` from a broker channel, and
   ``RetryTopicDeletion`` from the deletion manager's back-off timer, ``RefreshStandbyCache``
@@ -44,10 +45,14 @@ class ControllerEvent:
 
 @dataclass(frozen=True)
 class BrokerChange(ControllerEvent):
-    """Registrations created or changed (a new create revision is a bounce) and removed."""
+    """Registrations created or changed (a new create revision is a bounce) and removed.
+
+    ``resumed`` names registered brokers that lost their registration in an etcd outage and
+    registered again from the same process: not a bounce (``role.OutageGrace``)."""
 
     registered: tuple[BrokerInfo, ...] = ()
     deregistered: tuple[int, ...] = ()
+    resumed: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,33 @@ class Resign(ControllerEvent):
     # The process is stopping: no standby context is rebuilt (at 100,000 partitions that took
     # seconds, all before the election key, and so the standby's turn, was released).
     stopping: bool = False
+
+
+@dataclass(frozen=True)
+class Suspend(ControllerEvent):
+    """Our lease is not confirmed within the TTL: stop acting, keep the term (``role``)."""
+
+    generation: int
+
+
+@dataclass(frozen=True)
+class Resume(ControllerEvent):
+    """etcd confirmed the same lease and our election key still leads: carry on if the
+    controller epoch is still ours (``role``)."""
+
+    generation: int
+
+
+@dataclass(frozen=True)
+class EtcdReachability(ControllerEvent):
+    """Our session could not reach etcd (``reachable`` False), or etcd answered again."""
+
+    reachable: bool
+
+
+@dataclass(frozen=True)
+class GraceExpired(ControllerEvent):
+    """The brokers' grace after an etcd outage may be over (``role.OutageGrace``)."""
 
 
 @dataclass(frozen=True)

@@ -224,8 +224,8 @@ class EtcdClient:
         self.watch_stub: rpc.WatchStub
         self.maintenance: rpc.MaintenanceStub
 
-    async def connect(self) -> None:
-        options = [
+    def _options(self) -> list[tuple[str, int]]:
+        return [
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.keepalive_time_ms", 10_000),
@@ -234,6 +234,9 @@ class EtcdClient:
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1_000),
         ]
+
+    async def connect(self) -> None:
+        options = self._options()
         if self._tls is None:
             self._channel = grpc.aio.insecure_channel(self._target, options=options)
         else:
@@ -247,6 +250,22 @@ class EtcdClient:
         self.lease = rpc.LeaseStub(self._channel)
         self.watch_stub = rpc.WatchStub(self._channel)
         self.maintenance = rpc.MaintenanceStub(self._channel)
+
+    def sync_channel(self) -> grpc.Channel:
+        """A blocking channel of its own to the same etcd (for a thread: lease keep-alives),
+        reconnecting within 0.5 s of etcd's return."""
+        options = dict(self._options())
+        options.update(
+            {
+                "grpc.min_reconnect_backoff_ms": 100,
+                "grpc.max_reconnect_backoff_ms": 500,
+                "grpc.enable_retries": 0,
+            }
+        )
+        if self._tls is None:
+            return grpc.insecure_channel(self._target, options=list(options.items()))
+        creds = self._tls.credentials()
+        return grpc.secure_channel(self._target, creds, options=list(options.items()))
 
     async def close(self) -> None:
         if self._channel is not None:

@@ -10,6 +10,7 @@ that compare — so a deposed leader's writes fail in etcd even if it has not no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ class Election:
             )
         except EtcdError as e:
             if "lease not found" in str(e):
-                self.session.done.set()
+                self.session.lost()
                 raise ElectionLost("the session's lease is gone") from e
             raise
         if res.succeeded:
@@ -145,9 +146,20 @@ class Election:
             except CompactedError:
                 return  # re-check predecessors from scratch
             except EtcdError:
+                # etcd unreachable or restarting: keep waiting (the session decides whether
+                # the candidacy survived), then look again.
                 await asyncio.sleep(0.2)
-                if await self.client.get(key) is None:
-                    return
+                with contextlib.suppress(EtcdError):
+                    if await self.client.get(key) is None:
+                        return
+
+    async def still_leader(self) -> bool:
+        """Whether our key is still there with the same create revision and no candidate holds
+        an earlier one: after etcd came back, the leader may carry on without a new term."""
+        if not self.revision:
+            return False
+        kv, _ = await _leader_and_revision(self.client, self.prefix)
+        return kv is not None and kv.key == self.key and kv.create_revision == self.revision
 
     async def proclaim(self, value: bytes) -> None:
         """Change the leader's value without a new election."""

@@ -30,6 +30,7 @@ from leasehold.config import TlsConfig
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.client import TlsFiles
 from leasehold.etcd.election import leader_of
+from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.testing.certs import CertFiles, CertificateAuthority
 from leasehold.testing.etcd_server import EtcdServer
 from leasehold.testing.ports import free_port, wait_for_port
@@ -113,7 +114,7 @@ class ClusterSpec:
     brokers: int = 3
     racks: tuple[str, ...] = ()
     cluster_id: str = "leasehold"
-    session_ttl: int = 3
+    session_ttl: int = DEFAULT_TTL  # the services' default
     admin_port: int = 0
     controller_base_port: int = 0
     broker_base_port: int = 0

@@ -39,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         admin_port=args.admin_port,
         controller_base_port=9191,
         broker_base_port=9101,
-        session_ttl=5,
     )
     cluster = LocalCluster(spec, workdir=str(workdir))
     stop = False

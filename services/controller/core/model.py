@@ -261,3 +261,4 @@ class BrokerInfo:
     port: int
     rack: str = ""
     epoch: int = -1
+    incarnation: str = ""  # the registering process (BrokerRegistration.incarnation_id)

@@ -2,7 +2,9 @@
 
 A registration whose create revision changed is a bounce (KIP-380: a new broker epoch): it is
 handled as a failure followed by a startup, so stale requests queued for the old incarnation are
-dropped with its channel.
+dropped with its channel. The exception is a broker that lost its registration in an etcd outage
+and registered again from the same process (``BrokerChange.resumed``, see ``role``): it is
+handled as a startup alone, so no partition changes leader.
 
 A failure re-elects the dead brokers' partitions in chunks (``ELECTION_CHUNK``): each chunk's
 requests are sent as soon as its commit is applied, and the next chunk is decided and its commit
@@ -67,9 +69,12 @@ class BrokerFlows:
         gone = set(event.deregistered)
         new: list[BrokerInfo] = []
         bounced: list[BrokerInfo] = []
+        resumed: list[BrokerInfo] = []
         for info in event.registered:
             old = known.get(info.id)
-            if old is None:
+            if info.id in event.resumed and old is not None:
+                resumed.append(info)
+            elif old is None:
                 new.append(info)
             elif old.epoch != info.epoch or info.id in gone:
                 bounced.append(info)
@@ -80,11 +85,18 @@ class BrokerFlows:
                 c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)
         dead = sorted(b for b in gone if b in known and b not in registered_ids)
         log.info(
-            "broker change: new %s, bounced %s, dead %s",
+            "broker change: new %s, bounced %s, dead %s, back after an etcd outage %s",
             sorted(i.id for i in new),
             sorted(i.id for i in bounced),
             dead,
+            sorted(i.id for i in resumed),
         )
+        if resumed:
+            # Same process, new broker epoch: it is told everything again under the new epoch,
+            # as a starting broker is; nothing is elected (``role.OutageGrace``).
+            for info in resumed:
+                self._add(info)
+            await self.on_broker_startup(sorted(i.id for i in resumed))
         if new:
             for info in new:
                 self._add(info)

@@ -102,6 +102,8 @@ class Failover:
         ctx = c.ctx
         ctx.apply_controller(c.id, c.epoch)
         c.channels = c.new_channels()
+        if c.office.suspended:  # the lease went unconfirmed before the failover ran
+            c.channels.hold()
         for info in ctx.brokers.values():
             c.channels.add_broker(info)
 

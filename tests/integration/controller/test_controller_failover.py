@@ -128,7 +128,7 @@ async def test_zombie_controller_changes_nothing(cluster):
 
     zombie.controller.handle = handle
     zombie.app.events.put(_Freeze())
-    zombie.app.election.session._task.cancel()
+    await zombie.app.election.session.abandon()
 
     async def standby_active() -> bool:
         return standby.controller.active
