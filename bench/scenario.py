@@ -37,6 +37,7 @@ from bench import raw_etcd
 from bench.framework import ClusterSpec, LocalCluster, free_port
 from bench.observe import Steady, metadata_latency, wait_steady
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.metadata.v1 import metadata_pb2
 from leasehold.testing.cluster import Proc
 
@@ -163,15 +164,12 @@ async def count_online(
 
 @dataclass(frozen=True)
 class Sizing:
-    """Session TTL and where broker logs live, by cluster size.
+    """Where broker logs live and when the cluster counts as settled, by cluster size.
 
-    At 10,000 partitions a LeaderAndIsr naming every partition keeps a broker's event loop busy
-    for over a minute on this machine (replica creation fsyncs and an O(logs) config update per
-    replica, see bench/README.md), longer than a 3 s or 30 s lease: the broker loses its
-    session, re-registers, is sent everything again, and never settles. The scenario figures
-    are all measured from the moment a lease is gone, so a longer TTL only delays a SIGKILL's
-    detection, it does not enter any figure. From 50,000 partitions broker logs go to tmpfs
-    (the same agent writing real log files, minus the disk's fsync cost).
+    Sessions always use the services' default TTL (``DEFAULT_TTL``): a benchmark never changes
+    a default to look better, and every failure is timed from the fault as well as from the
+    lease's expiry. From 50,000 partitions broker logs go to tmpfs (the same agent writing
+    real log files, minus the disk's fsync cost).
 
     Large clusters settle when controllers are idle, every broker answers Metadata within 3 s
     and every broker is under ``busy_limit`` of a core (a broker still creating replicas uses
@@ -180,7 +178,6 @@ class Sizing:
     windows on a shared 2-core machine, so they are not required to be steady there.
     """
 
-    ttl: int
     broker_data_root: str
     settle_window: float
     settle_passes: int
@@ -188,11 +185,14 @@ class Sizing:
     answer_within: float
     busy_limit: float
 
+    @property
+    def ttl(self) -> int:
+        return DEFAULT_TTL
+
     @classmethod
     def of(cls, partitions: int) -> Sizing:
         small = partitions < 5_000
         return cls(
-            ttl=3 if small else 120,
             broker_data_root=TMPFS if partitions >= 50_000 else "",
             settle_window=1.0 if small else 2.0,
             settle_passes=2 if small else 3,
@@ -203,7 +203,10 @@ class Sizing:
 
     def describe(self) -> str:
         where = "tmpfs" if self.broker_data_root else "disk (the work directory's filesystem)"
-        return f"session TTL {self.ttl}s; broker agents: the normal agent, logs on {where}"
+        return (
+            f"session TTL {self.ttl}s (the default) for brokers and controllers; broker agents: "
+            f"the normal agent, logs on {where}"
+        )
 
 
 async def requests_answered(controllers: list[Proc], timeout: float) -> None:
@@ -262,7 +265,7 @@ class Scenario:
         spec = ClusterSpec(
             controllers=self.controllers,
             brokers=self.brokers,
-            session_ttl=self.sizing.ttl,
+            session_ttl=DEFAULT_TTL,
             extra_env={**SERVICE_ENV, **self.env},
             metrics=True,  # settle() reads the controllers' request queues
         )
@@ -430,13 +433,21 @@ class Scenario:
 
     def lease_losses(self) -> int:
         """How many times any service lost its etcd session (from the services' logs): a
-        process whose event loop stalls longer than the TTL loses its lease and re-registers
-        or resigns, which would distort a figure, so suites report it."""
+        service that loses its lease re-registers or resigns, which would distort a figure,
+        so suites report it."""
+        return self._log_count(b"session lease lost")
+
+    def lease_lapses(self) -> int:
+        """How many times any service's session went unconfirmed (no renewal answered within
+        the TTL): 0 unless etcd itself was unreachable."""
+        return self._log_count(b"session lease unconfirmed")
+
+    def _log_count(self, needle: bytes) -> int:
         total = 0
         for proc in self.cluster.processes():
             try:
                 with proc.log_path.open("rb") as f:
-                    total += sum(line.count(b"session lease lost") for line in f)
+                    total += sum(line.count(needle) for line in f)
             except OSError:
                 continue
         return total

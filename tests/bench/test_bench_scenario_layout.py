@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from bench.scenario import TMPFS, Layout, Scenario, Sizing
+from leasehold.etcd.session import DEFAULT_TTL
 
 
 @pytest.mark.parametrize(
@@ -52,9 +53,9 @@ def test_layout_rejects_impossible_shapes(kwargs):
         Layout(**kwargs)
 
 
-SMALL = {"ttl": 3, "settle_window": 1.0, "settle_passes": 2}
+SMALL = {"settle_window": 1.0, "settle_passes": 2}
 SMALL |= {"broker_tolerance": 0.1, "answer_within": 0.25, "busy_limit": 1.0}
-LARGE = {"ttl": 120, "settle_window": 2.0, "settle_passes": 3}
+LARGE = {"settle_window": 2.0, "settle_passes": 3}
 LARGE |= {"broker_tolerance": math.inf, "answer_within": 3.0}
 
 
@@ -70,6 +71,7 @@ LARGE |= {"broker_tolerance": math.inf, "answer_within": 3.0}
 )
 def test_sizing_by_partition_count(partitions, expected):
     assert Sizing.of(partitions) == expected
+    assert Sizing.of(partitions).ttl == DEFAULT_TTL  # every size runs the services' default
 
 
 def test_teardown_stops_the_cluster_when_a_broker_will_not_go():

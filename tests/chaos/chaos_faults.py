@@ -46,6 +46,7 @@ class Faulter:
         self.clock = clock
         self.say = say
         self.applied: list[Applied] = []
+        self.etcd_churn: list[str] = []  # leader changes across etcd faults (none expected)
 
     # ----------------------------------------------------------------------------- roles
 
@@ -63,8 +64,18 @@ class Faulter:
         assignment = metadata_pb2.TopicAssignment.FromString(topic.value)
         return leader, list(assignment.partitions[partition].replicas)
 
+    async def leaderships(self) -> dict[int, tuple[int, int]]:
+        """(leader, leader epoch) of every partition of the topic, as etcd holds them now."""
+        kvs, _ = await self.etcd.range_prefix(self.ks.partition_states_prefix(self.topic))
+        out = {}
+        for kv in kvs:
+            partition = int(kv.key.rsplit(b"/", 2)[-2])
+            state = metadata_pb2.PartitionState.FromString(kv.value)
+            out[partition] = (state.leader, state.leader_epoch)
+        return out
+
     async def _victim(self, fault: Fault) -> tuple[str, Proc | None]:
-        if fault.kind is FaultKind.RESTART_ETCD:
+        if fault.kind.targets_etcd:
             return "etcd", None
         if fault.kind.targets_controller:
             cid = await self.active_controller()
@@ -91,10 +102,7 @@ class Faulter:
         started = self.clock()
         self.say(f"{self._t()}  fault {fault.describe()} -> {name}{pid}")
         if proc is None:
-            self.cluster.etcd.kill()
-            await asyncio.sleep(fault.duration_s)
-            await asyncio.to_thread(self.cluster.etcd.start)
-            what = f"etcd started again on its data dir (pid {self.cluster.etcd.pid})"
+            what = await self._etcd_fault(fault)
         elif fault.kind.is_kill:
             proc.kill()
             await asyncio.sleep(fault.duration_s)
@@ -109,6 +117,32 @@ class Faulter:
         self.applied.append(applied)
         self.say(f"{self._t()}  healed #{fault.index}: {what}")
         return applied
+
+    async def _etcd_fault(self, fault: Fault) -> str:
+        """Kill and restart, or pause and resume, etcd; then, a grace later, compare every
+        partition's leader and leader epoch with before the fault (``etcd_churn``)."""
+        etcd = self.cluster.etcd
+        before = await self.leaderships()
+        if fault.kind is FaultKind.PAUSE_ETCD:
+            etcd.pause()
+            await asyncio.sleep(fault.duration_s)
+            etcd.resume()
+            what = "etcd resumed (SIGCONT)"
+        else:
+            etcd.kill()
+            await asyncio.sleep(fault.duration_s)
+            await asyncio.to_thread(etcd.start)
+            what = f"etcd started again on its data dir (pid {etcd.pid})"
+        # The controller holds brokers' registrations for a grace of TTL + 1 s after etcd is
+        # back; a leader change for the outage would be committed by then.
+        await asyncio.sleep(self.cluster.spec.session_ttl + 2.0)
+        after = await self.leaderships()
+        changed = sorted(p for p in before if after.get(p) != before[p])
+        self.etcd_churn += [
+            f"#{fault.index} {fault.kind.value}: p{p} {before[p]} -> {after.get(p)}"
+            for p in changed
+        ]
+        return f"{what}; partitions with a new leader or leader epoch: {changed or 'none'}"
 
     async def _restart(self, name: str, proc: Proc) -> None:
         """Start a killed process again; a broker only once its old registration has expired
@@ -127,5 +161,6 @@ class Faulter:
         """Safety net after an error: resume paused processes, start etcd if it is down."""
         for proc in self.cluster.processes():
             proc.resume()
+        self.cluster.etcd.resume()
         if self.cluster.etcd.pid is None:
             self.cluster.etcd.start()

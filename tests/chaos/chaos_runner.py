@@ -203,6 +203,17 @@ class ChaosRun:
         except Exception as e:
             self.fail("schedule applied", f"applying the schedule failed: {e!r}")
             faulter.heal_everything()
+        etcd_faults = [f for f in self.schedule if f.kind.targets_etcd]
+        if etcd_faults:
+            self.report.results.append(
+                checks.CheckResult(
+                    "etcd outages change no leader",
+                    not faulter.etcd_churn,
+                    f"every partition kept its leader and leader epoch across "
+                    f"{len(etcd_faults)} etcd restart(s)/pause(s) past the session TTL",
+                    tuple(faulter.etcd_churn),
+                )
+            )
 
     async def _recover(self, probe: ClusterProbe) -> None:
         c = self.config

@@ -9,7 +9,8 @@ victim of each fault is printed, so a replay can be compared with the original l
 Faults never overlap: each is healed (process restarted or resumed, etcd started) before the next
 begins. Durations are chosen relative to the session TTL, because the interesting distinction is
 whether a process stalls *within* its lease (a hiccup the cluster must ride out) or *past* it (its
-lease expires, someone else takes over, and the old holder wakes up as a zombie).
+lease expires, someone else takes over, and the old holder wakes up as a zombie). etcd itself is
+killed and restarted, or paused, for longer than the TTL: no partition may change leader for it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ class FaultKind(enum.Enum):
     PAUSE_FOLLOWER = "pause-partition-follower"  # SIGSTOP within the lease, then SIGCONT
     PAUSE_BROKER_PAST_LEASE = "pause-leader-past-lease"  # SIGSTOP > TTL: a zombie leader
     RESTART_ETCD = "restart-etcd"  # SIGKILL etcd, start it again on the same data dir
+    PAUSE_ETCD = "pause-etcd"  # SIGSTOP etcd past the lease: it expires every lease on SIGCONT
+
+    @property
+    def targets_etcd(self) -> bool:
+        return self in (FaultKind.RESTART_ETCD, FaultKind.PAUSE_ETCD)
 
     @property
     def targets_controller(self) -> bool:
@@ -63,7 +69,7 @@ class Fault:
 
     def describe(self) -> str:
         where = ""
-        if not self.kind.targets_controller and self.kind is not FaultKind.RESTART_ETCD:
+        if not self.kind.targets_controller and not self.kind.targets_etcd:
             where = f" of partition {self.partition}"
         return (
             f"#{self.index} {self.kind.value}{where} at +{self.at_s:.1f}s "
@@ -85,8 +91,10 @@ class ScheduleSpec:
 
 def duration_range(kind: FaultKind, ttl: float) -> tuple[float, float]:
     """How long a fault of ``kind`` lasts, relative to the session TTL."""
-    if kind is FaultKind.RESTART_ETCD:
-        return (1.0, 3.0)
+    if kind is FaultKind.RESTART_ETCD:  # down past the TTL: leases must survive the restart
+        return (ttl + 1.0, ttl + 7.0)
+    if kind is FaultKind.PAUSE_ETCD:  # frozen past the TTL: brokers must re-register in grace
+        return (ttl + 1.0, ttl + 12.0)
     if kind in (FaultKind.PAUSE_LEADER, FaultKind.PAUSE_FOLLOWER):
         return (0.5, max(0.6, ttl - 1.0))  # well within the lease: a stall, not a failure
     # Kills stay down past the lease (the controller notices); long pauses outlive the lease.

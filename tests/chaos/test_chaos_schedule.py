@@ -58,7 +58,8 @@ def test_faults_are_sequential_numbered_and_within_their_ranges(seed):
 @pytest.mark.parametrize(
     ("kind", "expected"),
     [
-        (FaultKind.RESTART_ETCD, (1.0, 3.0)),
+        (FaultKind.RESTART_ETCD, (4.0, 10.0)),  # down past the lease
+        (FaultKind.PAUSE_ETCD, (4.0, 15.0)),  # frozen past the lease: every lease expires
         (FaultKind.PAUSE_LEADER, (0.5, 2.0)),  # within the lease
         (FaultKind.PAUSE_FOLLOWER, (0.5, 2.0)),
         (FaultKind.PAUSE_CONTROLLER, (4.5, 7.0)),  # past the lease: a zombie
