@@ -6,10 +6,11 @@ preferred leaders rotating over the brokers) online and settled. Then, twice:
 1. **resign**: SIGTERM to the active controller (it resigns and deletes its election key);
 2. **SIGKILL** of the (new) active controller (its key goes when its lease expires, TTL later).
 
-The clock starts when the old controller's election key is deleted — "the old lease is gone",
-observed by an etcd watch on that key — and stops when every broker's own Metadata answer
-shows the new controller epoch, i.e. each broker has applied the new controller's
-UpdateMetadata (brokers polled back to back from the deletion on). Also reported: when the
+Two clocks stop when every broker's own Metadata answer shows the new controller epoch, i.e.
+each broker has applied the new controller's UpdateMetadata (brokers polled back to back from
+the deletion on): one starts at the signal (the fault, what users feel; target for the SIGKILL:
+TTL + 0.5 s at the default TTL), the other when the old controller's election key is deleted
+("the old lease is gone", observed by an etcd watch on that key). Also reported: when the
 epoch bump was seen (watch on ``/controller_epoch``) and the new controller's own
 ``failover_done`` record (``duration_ms``, from election to the end of failover, in its
 state-change log). Between the two cases the resigned controller is restarted as a standby and
@@ -45,6 +46,8 @@ from leasehold.etcd.client import WatchEvent
 from leasehold.metadata.v1 import metadata_pb2
 
 TARGET_MS = 1000.0
+# SIGKILL target, from the kill: brokers on the new epoch within TTL + this (issue target).
+KILL_SLACK_S = 0.5
 BASELINE = "raw etcd: range all states + 1 txn"
 
 
@@ -96,6 +99,7 @@ class Failover:
     def values(self) -> dict[str, float]:
         gone = self.lease_gone
         return {
+            "from_signal_ms": (max(self.brokers.values()) - self.signalled) * 1000,
             "total_ms": (max(self.brokers.values()) - gone) * 1000,
             "elected_ms": (self.epoch_seen - gone) * 1000,
             "first_broker_ms": (min(self.brokers.values()) - gone) * 1000,
@@ -161,7 +165,15 @@ async def one_size(partitions: int, knobs: Knobs) -> Result:
         for label, sig in (("resign (SIGTERM)", signal.SIGTERM), ("SIGKILL", signal.SIGKILL)):
             result = await fail_over(sc, sig)
             values = result.values()
-            verdict = "<1 s met" if values["total_ms"] < TARGET_MS else "<1 s MISSED"
+            verdict = "from lease gone <1 s " + (
+                "met" if values["total_ms"] < TARGET_MS else "MISSED"
+            )
+            if sig == signal.SIGKILL:
+                budget = (sizing.ttl + KILL_SLACK_S) * 1000
+                met = values["from_signal_ms"] <= budget
+                verdict += (
+                    f"; from the kill <= TTL + {KILL_SLACK_S:g} s {'met' if met else 'MISSED'}"
+                )
             rows.append(
                 Row(label, values,
                     note=f"to ctl {result.new_controller} (epoch {result.new_epoch}); {verdict}")
@@ -178,8 +190,9 @@ async def one_size(partitions: int, knobs: Knobs) -> Result:
         baseline=BASELINE,
         ratio_of="total_ms",
         notes=(
-            "all brokers ms: old election key deleted (etcd watch) -> every broker's Metadata "
-            "shows the new controller epoch (it applied the new UpdateMetadata)",
+            "from signal ms: the SIGTERM/SIGKILL instant -> every broker's Metadata shows the "
+            "new controller epoch (the clock users feel); all brokers ms: the same from the old "
+            "election key's deletion (etcd watch: a SIGKILLed controller's lease expired)",
             "elected ms: -> epoch bump seen by a watch; failover_done ms: the new controller's "
             "state-change log record (election -> end of failover, its own clock)",
             f"topics written straight into etcd ({knobs.per_topic:,} partitions per topic), "
@@ -192,6 +205,7 @@ async def one_size(partitions: int, knobs: Knobs) -> Result:
 
 
 COLUMNS = (
+    Column("from_signal_ms", "from signal ms", ",.0f"),
     Column("total_ms", "all brokers ms", ",.0f"),
     Column("elected_ms", "elected ms", ",.0f"),
     Column("first_broker_ms", "1st broker ms", ",.0f"),

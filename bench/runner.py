@@ -43,6 +43,7 @@ SUITES: tuple[SuiteEntry, ...] = (
     SuiteEntry("controller_failover", "bench.controller_failover"),
     SuiteEntry("controlled_shutdown", "bench.controlled_shutdown"),
     SuiteEntry("broker_failure", "bench.broker_failure"),
+    SuiteEntry("etcd_outage", "bench.etcd_outage"),
     SuiteEntry("topic_creation", "bench.topic_creation"),
     SuiteEntry("produce", "bench.produce"),
     SuiteEntry("pipeline_plan", "bench.pipeline_plan", optional=True),

@@ -43,3 +43,9 @@ def check_suite(out: Path, suite: str, title: str, baseline: str, labels: set[st
         assert row["ratio_to_baseline"] > 0, row
         assert all(math.isfinite(v) for v in row["values"].values()), row
     assert next(r for r in result["rows"] if r["label"] == baseline)["ratio_to_baseline"] == 1.0
+
+
+def row(out: Path, suite: str, label: str) -> dict[str, float]:
+    """The values of the first result's row ``label``."""
+    data = json.loads((out / f"{suite}.json").read_text())
+    return next(r for r in data["results"][0]["rows"] if r["label"] == label)["values"]
