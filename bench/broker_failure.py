@@ -89,6 +89,7 @@ async def one_size(n: int, knobs: Knobs) -> Result:
         raw_ms, txns = await raw_state_writes(sc.client, n)
         setup = await sc.bring_up(layout)
         lapses_before, losses_before = sc.lease_lapses(), sc.lease_losses()
+        late_before = sc.late_renewals()
         client, ks = sc.client, sc.keyspace
         controller, _ = await active_controller(client, ks)
         statelog = sc.cluster.workdir / f"state-change-{controller}.log"
@@ -125,6 +126,8 @@ async def one_size(n: int, knobs: Knobs) -> Result:
         )
         losses = sc.lease_losses() - losses_before
         lapses = sc.lease_lapses() - lapses_before
+        late = sc.late_renewals() - late_before
+        late_all = sc.late_renewals()
     told_at = max(told.values())
     values = {
         "kill_brokers_ms": (told_at - killed) * 1000,
@@ -159,7 +162,9 @@ async def one_size(n: int, knobs: Knobs) -> Result:
             f"broker {LEADER} led {victim_leads:,} partitions; topics written straight into "
             f"etcd ({knobs.per_topic:,} per topic); {setup}",
             f"{sizing.describe()}; services at log level warning; by the live processes during "
-            f"the failure: {losses} sessions lost, {lapses} unconfirmed (target 0)",
+            f"the failure: {losses} sessions lost, {lapses} unconfirmed (target 0), {late} "
+            f"renewals sent with under half the TTL left ({late_all} in the whole run, set-up "
+            "included)",
             *([f"100,000-partition runs need {LARGE_ENV}=1"] if n < 100_000 else []),
         ),
     )

@@ -442,6 +442,11 @@ class Scenario:
         the TTL): 0 unless etcd itself was unreachable."""
         return self._log_count(b"session lease unconfirmed")
 
+    def late_renewals(self) -> int:
+        """How many lease renewals any service sent with less than half its TTL left (the
+        keep-alive thread held back): how close the default TTL came to a lapse."""
+        return self._log_count(b"lease renewed late")
+
     def _log_count(self, needle: bytes) -> int:
         total = 0
         for proc in self.cluster.processes():

@@ -197,6 +197,11 @@ class KeepAlive(threading.Thread):
             return tracker.unanswered(self._clock())
         if ttl <= 0:
             return tracker.gone()
+        margin = tracker.deadline - sent_at
+        if tracker.state is LeaseState.CONFIRMED and margin < tracker.ttl / 2:
+            # The thread was held back (the GIL, a loaded machine): how close it came.
+            log.warning("lease renewed late", extra={"lease": f"{self.lease_id:x}",
+                                                     "left_s": round(margin, 3)})  # fmt: skip
         return tracker.alive(sent_at, ttl)
 
     def _keep_alive_once(self, timeout: float) -> int:
