@@ -125,6 +125,7 @@ async def one_size(n: int, knobs: Knobs) -> Result:
             statelog, since=offset, timeout=30, kind="broker", event="expired", broker_id=LEADER
         )
         losses = sc.lease_losses() - losses_before
+        who = {name: n for name, n in sc.log_counts(b"session lease unconfirmed").items() if n}
         lapses = sc.lease_lapses() - lapses_before
         late = sc.late_renewals() - late_before
         late_all = sc.late_renewals()
@@ -164,7 +165,7 @@ async def one_size(n: int, knobs: Knobs) -> Result:
             f"{sizing.describe()}; services at log level warning; by the live processes during "
             f"the failure: {losses} sessions lost, {lapses} unconfirmed (target 0), {late} "
             f"renewals sent with under half the TTL left ({late_all} in the whole run, set-up "
-            "included)",
+            f"included); sessions unconfirmed in the whole run, by process: {who or 'none'}",
             *([f"100,000-partition runs need {LARGE_ENV}=1"] if n < 100_000 else []),
         ),
     )

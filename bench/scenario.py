@@ -44,6 +44,7 @@ from leasehold.testing.cluster import Proc
 SERVICE_ENV = {"LEASEHOLD_LOG_LEVEL": "warning"}
 LARGE_ENV = "LEASEHOLD_BENCH_LARGE"
 PROFILE_ENV = "LEASEHOLD_BENCH_PROFILE"
+KEEP_ENV = "LEASEHOLD_BENCH_KEEP"  # set: the cluster's work directory (logs) is kept
 TMPFS = "/dev/shm"
 WRITE_CONCURRENCY = 16
 
@@ -303,6 +304,8 @@ class Scenario:
             shutil.rmtree(path, ignore_errors=True)
         if self.profile:
             print(f"profiles of {', '.join(self.profile)} in {self.cluster.workdir}")
+        elif os.environ.get(KEEP_ENV):
+            print(f"cluster logs kept in {self.cluster.workdir} ({KEEP_ENV})")
         elif not keep:
             shutil.rmtree(self.cluster.workdir, ignore_errors=True)
 
@@ -448,14 +451,18 @@ class Scenario:
         return self._log_count(b"lease renewed late")
 
     def _log_count(self, needle: bytes) -> int:
-        total = 0
+        return sum(self.log_counts(needle).values())
+
+    def log_counts(self, needle: bytes) -> dict[str, int]:
+        """Per service process, the lines of its log containing ``needle``."""
+        counts: dict[str, int] = {}
         for proc in self.cluster.processes():
             try:
                 with proc.log_path.open("rb") as f:
-                    total += sum(line.count(needle) for line in f)
+                    counts[proc.name] = sum(line.count(needle) for line in f)
             except OSError:
                 continue
-        return total
+        return counts
 
     def signal_controller(self, controller_id: int, sig: int) -> None:
         proc = self.cluster.controllers[controller_id]

@@ -151,6 +151,9 @@ class KeepAlive(threading.Thread):
         self._report = report
         self._clock = clock
         self._stopping = threading.Event()
+        self.lateness = 0.0  # how late (s) the thread has woken up at worst: GIL starvation
+        self.unanswered = 0  # calls without an answer since the last one answered
+        self.answered_at = clock()
         self._channel = client.sync_channel()
         self._stub = rpc.LeaseStub(self._channel)
 
@@ -171,8 +174,10 @@ class KeepAlive(threading.Thread):
                 step = tracker.next_step(self._clock(), last_sent)
                 if step is None:
                     return
+                planned = self._clock() + step.wait_s
                 if step.wait_s > 0 and self._stopping.wait(step.wait_s):
                     return
+                self.lateness = max(self.lateness, self._clock() - planned)
                 self._note(tracker.check(self._clock()))
                 last_sent = self._clock()
                 self._note(self._ask(step.ask, last_sent, step.timeout_s))
@@ -194,7 +199,10 @@ class KeepAlive(threading.Thread):
             if _lease_not_found(e):
                 return tracker.gone()
             log.debug("lease %s failed: %s", ask.value, e)
+            self.unanswered += 1
             return tracker.unanswered(self._clock())
+        self.unanswered = 0
+        self.answered_at = self._clock()
         if ttl <= 0:
             return tracker.gone()
         margin = tracker.deadline - sent_at
@@ -216,8 +224,19 @@ class KeepAlive(threading.Thread):
         raise _NoAnswer()
 
     def _note(self, moved: LeaseState | None) -> None:
-        if moved is not None:
-            self._report(moved)
+        if moved is None:
+            return
+        if moved is LeaseState.UNCONFIRMED:
+            log.warning(
+                "lease renewals unanswered",
+                extra={
+                    "lease": f"{self.lease_id:x}",
+                    "last_answer_s_ago": round(self._clock() - self.answered_at, 3),
+                    "calls_unanswered": self.unanswered,
+                    "thread_late_s": round(self.lateness, 3),
+                },
+            )
+        self._report(moved)
 
 
 class _NoAnswer(grpc.RpcError):
