@@ -360,10 +360,6 @@ class EtcdClient:
         resp = await self._call(self.lease.LeaseTimeToLive, rpc.LeaseTimeToLiveRequest(ID=lease_id))
         return resp.TTL
 
-    def lease_keepalive_stream(self):
-        """A bidirectional keep-alive stream; the Session drives it."""
-        return self.lease.LeaseKeepAlive()
-
     # --- watches --------------------------------------------------------------------------------
 
     async def watch(
