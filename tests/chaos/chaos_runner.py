@@ -29,6 +29,7 @@ from chaos_workload import Workload, WorkloadSpec, read_all
 
 from leasehold.client import AdminClient
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.metadata.v1 import metadata_pb2
 from leasehold.testing.cluster import ClusterSpec, LocalCluster
 
@@ -47,7 +48,7 @@ class ChaosConfig:
     faults: int
     kinds: tuple[FaultKind, ...] = tuple(FaultKind)
     controllers: int = 2
-    session_ttl: int = 3
+    session_ttl: int = DEFAULT_TTL  # the services' default
     producers: int = 2
     rate_per_s: float = 40.0
     gap_s: tuple[float, float] = (2.0, 5.0)
