@@ -19,8 +19,9 @@ acks=all records acknowledged by the producers that a fresh consumer does not fi
 offsets after the case. Targets: 0, 0, 0.
 
 Clocks, from etcd's return (the restarted process spawned / SIGCONT sent): **admin answers** =
-the first successful admin ``DescribeCluster`` (polled every 50 ms; target: within 2 s) and
-**admin complete** = the first that names an active controller and all three brokers. Also:
+the first successful admin ``DescribeCluster`` (polled every 50 ms), **admin after etcd** = the
+same after our own raw etcd client's first answer (target: within 2 s of etcd serving again),
+**admin complete** = the first answer that names an active controller and all three brokers. Also:
 fault -> etcd answering our own client (the outage as users' clients see it). Baseline, same
 run: a raw etcd client (the services' channel settings) answering a Range after etcd's return.
 """
@@ -252,6 +253,7 @@ async def one_case(sc: Scenario, kind: str, down_s: float, producers: Producers)
         f"etcd {what}: cluster",
         {
             "admin_ms": answers_s * 1000,
+            "behind_etcd_ms": max(0.0, answers_s - raw_s) * 1000,
             "admin_complete_ms": complete_s * 1000,
             "outage_ms": (returned + answers_s - fault) * 1000,
             "leader_changes": leader_changes,
@@ -261,8 +263,8 @@ async def one_case(sc: Scenario, kind: str, down_s: float, producers: Producers)
         note=(
             f"controller epoch {epoch_before} -> {epoch_after}; broker registrations kept "
             f"{kept}/{len(regs_before)}; sessions lost {sc.lease_losses() - losses_before}; "
-            f"admin answers within {ADMIN_TARGET_S:g} s of etcd's return: "
-            f"{'met' if answers_s <= ADMIN_TARGET_S else 'MISSED'}"
+            f"admin answers within {ADMIN_TARGET_S:g} s of etcd answering again: "
+            f"{'met' if answers_s - raw_s <= ADMIN_TARGET_S else 'MISSED'}"
         ),
     )
     baseline = Row(
@@ -295,8 +297,9 @@ async def one_size(n: int, knobs: Knobs) -> list[Result]:
         "admin answers ms / admin complete ms: from etcd's return (the restarted process "
         "spawned, or SIGCONT sent) to the first DescribeCluster answer / the first naming the "
         "active controller and every broker; baseline: our own raw etcd client (the services' "
-        "channel settings) answering a Range, from the same instant; outage ms: from the fault "
-        "to that answer",
+        "channel settings) answering a Range, from the same instant (a restarted etcd takes a "
+        "while to serve: that is etcd's own start-up); admin after etcd ms: admin's first answer "
+        "after that raw answer (the 2 s target); outage ms: from the fault to admin's answer",
         f"leader changes and ISR shrinks: etcd's partition-state history from just before "
         f"the fault to {grace_default(sizing.ttl) + 2:g} s after etcd's return (the "
         f"controller's broker grace is TTL + 1 s); acked = acks=all records acknowledged "
@@ -322,6 +325,7 @@ async def one_size(n: int, knobs: Knobs) -> list[Result]:
 
 COLUMNS = (
     Column("admin_ms", "admin answers ms", ",.0f"),
+    Column("behind_etcd_ms", "admin after etcd ms", ",.0f"),
     Column("admin_complete_ms", "admin complete ms", ",.0f"),
     Column("outage_ms", "outage ms", ",.0f"),
     Column("leader_changes", "leader changes", ",.0f"),
