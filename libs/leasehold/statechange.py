@@ -18,6 +18,9 @@ Kind = Literal["partition", "replica", "controller", "broker"]
 CONTROLLER_ELECTED = "elected"  # won the election and bumped the epoch
 CONTROLLER_FAILOVER_DONE = "failover_done"  # metadata pushed, state machines started
 CONTROLLER_RESIGNED = "resigned"
+# Written by the active controller every heartbeat interval: a proof that it (and its event
+# loop) was alive then, the best evidence of when it stopped if it dies without resigning.
+CONTROLLER_HEARTBEAT = "heartbeat"
 # Values of ``event`` for kind == "broker".
 BROKER_REGISTERED = "registered"
 BROKER_EXPIRED = "expired"  # lease lost or key deleted
@@ -37,6 +40,17 @@ class StateChangeRecord:
     for replica records it is the broker id. ``reason`` names the flow or selector that caused the
     change (e.g. "offline", "preferred", "reassigned", "controlled_shutdown", "new", "unclean",
     "isr_shrink", "isr_expand", "deletion").
+
+    Evidence of when a fault began (-1 when not known), so an analysis need not date a fault by
+    when the controller got round to recording it:
+
+    - ``detected_ms``: when the controller learned of the change: the etcd watch delivered a
+      broker's lost registration (``expired``), or the campaign was won (``elected``).
+    - ``lease_ttl_ms``: the TTL of the lease whose loss the record reports (the broker's, or the
+      predecessor controller's). A lease expires one TTL after its last confirmed keep-alive, so
+      ``detected_ms - lease_ttl_ms`` dates the last sign of life.
+    - ``registered_ms``: the broker's own registration time (for ``registered``, the new one; for
+      ``expired``, the incarnation that was lost: it was alive then).
     """
 
     ts_ms: int
@@ -56,6 +70,9 @@ class StateChangeRecord:
     broker_id: int = -1
     duration_ms: float = -1.0
     trace_id: str = ""
+    detected_ms: int = -1
+    lease_ttl_ms: int = -1
+    registered_ms: int = -1
 
     def to_json(self, trace_id: str = "") -> str:
         """One JSON line, keys sorted; ``trace_id`` is used when the record has none.
@@ -72,11 +89,14 @@ class StateChangeRecord:
         esc = _ESCAPE
         return (
             f'{{"broker_id":{self.broker_id!r},"controller_epoch":{self.controller_epoch!r},'
-            f'"controller_id":{self.controller_id!r},"duration_ms":{d!r},'
+            f'"controller_id":{self.controller_id!r},"detected_ms":{self.detected_ms!r},'
+            f'"duration_ms":{d!r},'
             f'"event":{esc(self.event)},"from_state":{esc(self.from_state)},'
             f'"isr":[{",".join(map(repr, self.isr))}],"kind":{esc(self.kind)},'
             f'"leader":{self.leader!r},"leader_epoch":{self.leader_epoch!r},'
+            f'"lease_ttl_ms":{self.lease_ttl_ms!r},'
             f'"partition":{self.partition!r},"reason":{esc(self.reason)},'
+            f'"registered_ms":{self.registered_ms!r},'
             f'"replica":{self.replica!r},"to_state":{esc(self.to_state)},'
             f'"topic":{esc(self.topic)},"trace_id":{esc(self.trace_id or trace_id)},'
             f'"ts_ms":{self.ts_ms!r}}}'
@@ -90,6 +110,7 @@ class StateChangeRecord:
                 "broker_id": self.broker_id,
                 "controller_epoch": self.controller_epoch,
                 "controller_id": self.controller_id,
+                "detected_ms": self.detected_ms,
                 "duration_ms": self.duration_ms,
                 "event": self.event,
                 "from_state": self.from_state,
@@ -97,8 +118,10 @@ class StateChangeRecord:
                 "kind": self.kind,
                 "leader": self.leader,
                 "leader_epoch": self.leader_epoch,
+                "lease_ttl_ms": self.lease_ttl_ms,
                 "partition": self.partition,
                 "reason": self.reason,
+                "registered_ms": self.registered_ms,
                 "replica": self.replica,
                 "to_state": self.to_state,
                 "topic": self.topic,

@@ -63,6 +63,7 @@ class Registration:
             rack=self.endpoint.rack,
             incarnation_id=self.incarnation_id,
             registered_at_ms=int(time.time() * 1000),
+            session_ttl_ms=self.session_ttl * 1000,
         ).SerializeToString()
 
     async def _try_register(self) -> int | None:

@@ -118,6 +118,7 @@ class ControllerApp:
             host=common.advertised,
             port=port,
             incarnation_id=uuid.uuid4().hex,
+            session_ttl_ms=self.config.session_ttl * 1000,
         ).SerializeToString()
         self.election = ElectionRunner(
             self.client,

@@ -46,7 +46,14 @@ def broker_info(kv: KV) -> BrokerInfo:
     """A registered broker; its epoch (KIP-380) is the registration key's create revision."""
     reg = metadata_pb2.BrokerRegistration.FromString(kv.value)
     return BrokerInfo(
-        reg.broker_id, reg.host, reg.port, reg.rack, kv.create_revision, reg.incarnation_id
+        reg.broker_id,
+        reg.host,
+        reg.port,
+        reg.rack,
+        kv.create_revision,
+        reg.incarnation_id,
+        reg.registered_at_ms,
+        reg.session_ttl_ms,
     )
 
 

@@ -48,6 +48,9 @@ class ControllerConfig:
     retry_backoff_max_s: float = 2.0
     # A failed replica deletion (StopReplica error from a live broker) is retried after this.
     deletion_retry_s: float = 2.0
+    # The active controller's ``heartbeat`` state-change record, every this many seconds (0: none):
+    # the evidence of when it stopped, should it die without resigning.
+    heartbeat_interval_s: float = 5.0
     # Where controller_id came from: "flag" or "hostname <name>" (logged at start).
     controller_id_source: str = "flag"
 
@@ -115,6 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=float(env("REBALANCE_INITIAL_DELAY", "5")),
         help="seconds after failover before the first imbalance check",
     )
+    a(
+        "--heartbeat-interval",
+        type=float,
+        default=float(env("HEARTBEAT_INTERVAL", "5")),
+        help="seconds between the active controller's heartbeat records in the state-change "
+        "log; 0 disables them",
+    )
     a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
     a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))
     return parser
@@ -131,6 +141,8 @@ def parse_args(
         source = f"hostname {hostname}"
     if ns.controller_id < 0:
         raise SystemExit("--controller-id must be >= 0")
+    if ns.heartbeat_interval < 0:
+        raise SystemExit("--heartbeat-interval must be >= 0")
     if ns.session_ttl < 1:
         raise SystemExit("--session-ttl must be at least 1 second")
     return ControllerConfig(
@@ -143,5 +155,6 @@ def parse_args(
         rebalance_initial_delay_s=ns.rebalance_initial_delay,
         request_timeout_s=ns.request_timeout,
         deletion_retry_s=ns.deletion_retry,
+        heartbeat_interval_s=ns.heartbeat_interval,
         controller_id_source=source,
     )

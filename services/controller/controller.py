@@ -176,8 +176,11 @@ class Controller:
         self.heap.maintain()
 
     def _event_span(self, event: ev.ControllerEvent) -> contextlib.AbstractContextManager:
-        """The event's span (none for the ``Synced`` marker that follows every watch batch)."""
-        if isinstance(event, ev.Synced) and self.pending_failover is None:
+        """The event's span (none for the ``Synced`` marker that follows every watch batch, nor
+        for a heartbeat: neither is work anyone asked for)."""
+        if isinstance(event, ev.Heartbeat) or (
+            isinstance(event, ev.Synced) and self.pending_failover is None
+        ):
             return contextlib.nullcontext()
         carriers = self._intent_carriers(event) if self.active else []
         parent, links = telemetry.parent_and_links(carriers)
@@ -233,6 +236,8 @@ class Controller:
             await f.shutdown.handle(event)
         elif not self.active:
             return
+        elif isinstance(event, ev.Heartbeat):
+            f.failover.on_heartbeat(event)
         elif isinstance(event, ev.AutoRebalance) and event.generation == self.generation:
             await f.elections.auto_rebalance()
         elif isinstance(event, ev.StopReplicaResult) and event.controller_epoch == self.epoch:

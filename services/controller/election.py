@@ -15,6 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+
+from google.protobuf.message import DecodeError
 
 from leasehold import telemetry
 from leasehold.etcd.client import EtcdClient, EtcdError
@@ -22,6 +25,7 @@ from leasehold.etcd.election import Election, ElectionLost
 from leasehold.etcd.keys import Keyspace
 from leasehold.etcd.lease import LeaseState
 from leasehold.etcd.session import Session
+from leasehold.metadata.v1 import metadata_pb2
 from services.controller.controller import Controller
 from services.controller.event_loop import EventLoop
 from services.controller.events import Elected, EtcdReachability, Resign, Resume, Suspend
@@ -131,7 +135,15 @@ class ElectionRunner:
         self.controller.election_generation += 1
         self._deposed.clear()
         generation = self.controller.election_generation
-        self.events.put(Elected(election.key, election.revision, generation))
+        self.events.put(
+            Elected(
+                election.key,
+                election.revision,
+                generation,
+                won_ms=int(time.time() * 1000),
+                predecessor_ttl_ms=self._predecessor_ttl_ms(election),
+            )
+        )
         reason = await self._hold_office(session, election, generation)
         self.controller.election_generation += 1  # an Elected still queued is now stale
         finished = asyncio.get_running_loop().create_future()
@@ -179,6 +191,18 @@ class ElectionRunner:
                 self.events.put(EtcdReachability(True))
 
         session.on_change = changed
+
+    def _predecessor_ttl_ms(self, election: Election) -> int:
+        """The lease TTL of the controller whose key had to vanish before we won (0 if none):
+        the state-change log dates that controller's last keep-alive with it."""
+        pred = election.predecessor
+        if pred is None:
+            return 0
+        try:
+            stated = metadata_pb2.ControllerRegistration.FromString(pred.value).session_ttl_ms
+        except DecodeError:
+            stated = 0
+        return stated or self.ttl * 1000
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -12,11 +12,11 @@ Two families, as Kafka's ControllerEventManager has:
   those events when it reaches it (see ``event_loop``), so decoding never competes with the
   event being handled.
 * Control events: ``Elected`` / ``Resign`` / ``Suspend`` / ``Resume`` / ``EtcdReachability``
-  from the election task, ``GraceExpired`` from the outage grace's timer, ``AutoRebalance`` from the
-  scheduler, ``AlterPartition`` / ``ControlledShutdown`` from the gRPC servicer (they carry a
-  future the servicer awaits), ``StopReplicaResult`` from a broker channel, and
-  ``RetryTopicDeletion`` from the deletion manager's back-off timer, ``RefreshStandbyCache``
-  from a standby's own timer.
+  from the election task, ``GraceExpired`` from the outage grace's timer, ``AutoRebalance`` and
+  ``Heartbeat`` from their timers, ``AlterPartition`` / ``ControlledShutdown`` from the gRPC
+  servicer (they carry a future the servicer awaits), ``StopReplicaResult`` from a broker
+  channel, and ``RetryTopicDeletion`` from the deletion manager's back-off timer,
+  ``RefreshStandbyCache`` from a standby's own timer.
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ class BrokerChange(ControllerEvent):
     registered: tuple[BrokerInfo, ...] = ()
     deregistered: tuple[int, ...] = ()
     resumed: tuple[int, ...] = ()
+    # Wall-clock ms when the watch delivered the change (0: from a load, not a live watch).
+    received_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,10 @@ class Elected(ControllerEvent):
     election_key: bytes
     election_revision: int
     generation: int
+    # Wall-clock ms when the campaign was won, and the TTL (ms) of the predecessor whose key
+    # had to vanish first (0: nobody held the office, so no fault preceded the win).
+    won_ms: int = field(default=0, compare=False)
+    predecessor_ttl_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -210,6 +216,13 @@ class RefreshStandbyCache(ControllerEvent):
 
 @dataclass(frozen=True)
 class AutoRebalance(ControllerEvent):
+    generation: int
+
+
+@dataclass(frozen=True)
+class Heartbeat(ControllerEvent):
+    """Time for the active controller's ``heartbeat`` record (``flows.failover``)."""
+
     generation: int
 
 

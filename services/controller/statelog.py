@@ -116,21 +116,43 @@ class StateChangeLog:
             self._file.write("\n".join(lines))
             self._file.flush()
 
-    def controller(self, event: str, epoch: int, *, duration_ms: float = -1.0) -> None:
+    def controller(
+        self,
+        event: str,
+        epoch: int,
+        *,
+        duration_ms: float = -1.0,
+        ts_ms: int = 0,
+        detected_ms: int = -1,
+        lease_ttl_ms: int = -1,
+    ) -> None:
+        """A controller lifecycle record; ``ts_ms`` defaults to now (evidence fields: see
+        :class:`~leasehold.statechange.StateChangeRecord`)."""
         self.write(
             [
                 StateChangeRecord(
-                    ts_ms=now_ms(),
+                    ts_ms=ts_ms or now_ms(),
                     kind="controller",
                     controller_id=self.controller_id,
                     controller_epoch=epoch,
                     event=event,
                     duration_ms=duration_ms,
+                    detected_ms=detected_ms,
+                    lease_ttl_ms=lease_ttl_ms,
                 )
             ]
         )
 
-    def broker(self, event: str, broker_id: int, epoch: int) -> None:
+    def broker(
+        self,
+        event: str,
+        broker_id: int,
+        epoch: int,
+        *,
+        detected_ms: int = -1,
+        lease_ttl_ms: int = -1,
+        registered_ms: int = -1,
+    ) -> None:
         self.write(
             [
                 StateChangeRecord(
@@ -140,6 +162,9 @@ class StateChangeLog:
                     controller_epoch=epoch,
                     event=event,
                     broker_id=broker_id,
+                    detected_ms=detected_ms,
+                    lease_ttl_ms=lease_ttl_ms,
+                    registered_ms=registered_ms,
                 )
             ]
         )
@@ -154,6 +179,7 @@ class StateChangeLog:
 ELECTED = statechange.CONTROLLER_ELECTED
 FAILOVER_DONE = statechange.CONTROLLER_FAILOVER_DONE
 RESIGNED = statechange.CONTROLLER_RESIGNED
+HEARTBEAT = statechange.CONTROLLER_HEARTBEAT
 BROKER_REGISTERED = statechange.BROKER_REGISTERED
 BROKER_EXPIRED = statechange.BROKER_EXPIRED
 BROKER_SHUTDOWN = statechange.BROKER_SHUTDOWN_REQUESTED

@@ -11,6 +11,7 @@ has taken, in watch order, and the watch task only receives: it never decodes or
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 
@@ -112,7 +113,7 @@ class _BatchDecoder:
             intent = None if deleted else metadata_pb2.ElectionIntent.FromString(kv.value)
             self.elections[request_id] = ElectionIntentUpdate(request_id, intent, kv.mod_revision)
 
-    def events(self, revision: int) -> list[ControllerEvent]:
+    def events(self, revision: int, received_ms: int = 0) -> list[ControllerEvent]:
         out: list[ControllerEvent] = []
         if self.epoch is not None:
             out.append(self.epoch)
@@ -125,7 +126,9 @@ class _BatchDecoder:
         if self.registered or self.deregistered:
             out.append(
                 BrokerChange(
-                    tuple(self.registered.values()), tuple(dict.fromkeys(self.deregistered))
+                    tuple(self.registered.values()),
+                    tuple(dict.fromkeys(self.deregistered)),
+                    received_ms,
                 )
             )
         if self.topics:
@@ -177,7 +180,7 @@ class ClusterWatcher:
         last = events.last_revision
         is_state = self.keyspace.is_partition_state_key
         states_only = all(map(is_state, events.keys()))
-        expand = partial(self._apply_events, events, last)
+        expand = partial(self._apply_events, events, last, int(time.time() * 1000))
         self.sink(WatchDelivery(last, len(events), states_only, expand))
 
     def _apply_load(self, kvs: list[KV], revision: int) -> list[ControllerEvent]:
@@ -197,7 +200,9 @@ class ClusterWatcher:
         self.mirror.update(fresh)
         return self._decode(changes, revision)
 
-    def _apply_events(self, events: Sequence[WatchEvent], revision: int) -> list[ControllerEvent]:
+    def _apply_events(
+        self, events: Sequence[WatchEvent], revision: int, received_ms: int = 0
+    ) -> list[ControllerEvent]:
         mirror = self.mirror
         changes: list[tuple[bool, KV]] = []
         for ev in events:
@@ -206,14 +211,16 @@ class ClusterWatcher:
             else:
                 mirror[ev.kv.key] = ev.kv
             changes.append((ev.deleted, ev.kv))
-        return self._decode(changes, revision)
+        return self._decode(changes, revision, received_ms)
 
-    def _decode(self, changes: Iterable[tuple[bool, KV]], revision: int) -> list[ControllerEvent]:
+    def _decode(
+        self, changes: Iterable[tuple[bool, KV]], revision: int, received_ms: int = 0
+    ) -> list[ControllerEvent]:
         decoder = _BatchDecoder(self.keyspace)
         for deleted, kv in changes:
             decoder.add(deleted, kv)
         self.revision = max(self.revision, revision)
-        return decoder.events(revision)
+        return decoder.events(revision, received_ms)
 
     def snapshot_events(self) -> list[ControllerEvent]:
         """The whole mirror as events, to rebuild a context from scratch without reading etcd."""

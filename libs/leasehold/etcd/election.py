@@ -48,6 +48,8 @@ class Election:
         self.prefix = prefix
         self.key = b""
         self.revision = 0
+        # The last key this candidate waited to vanish before it led (None: it led at once).
+        self.predecessor: KV | None = None
 
     @property
     def leadership(self) -> Leadership | None:
@@ -110,6 +112,7 @@ class Election:
             if pred is None:
                 return
             await self._wait_deleted(pred.key, header_rev + 1)
+            self.predecessor = pred
 
     async def _last_predecessor(self, my_revision: int) -> tuple[KV | None, int]:
         req = rpc.RangeRequest(

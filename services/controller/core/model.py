@@ -262,3 +262,8 @@ class BrokerInfo:
     rack: str = ""
     epoch: int = -1
     incarnation: str = ""  # the registering process (BrokerRegistration.incarnation_id)
+    # What the registration states about its lease (0 when not stated): when the broker
+    # registered and the TTL of its session, so a lost registration dates the broker's last
+    # confirmed keep-alive (the state-change log records both).
+    registered_at_ms: int = 0
+    session_ttl_ms: int = 0

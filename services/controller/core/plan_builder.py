@@ -69,6 +69,9 @@ def transition_record(
         broker_id=-1,
         duration_ms=-1.0,
         trace_id="",
+        detected_ms=-1,
+        lease_ttl_ms=-1,
+        registered_ms=-1,
     )
     return record
 

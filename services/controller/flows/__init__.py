@@ -56,3 +56,4 @@ class Flows:
         """Resignation: timers and schedulers of the finished term stop."""
         self.elections.stop()
         self.deletion.stop()
+        self.failover.stop_heartbeat()

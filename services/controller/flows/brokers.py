@@ -103,14 +103,14 @@ class BrokerFlows:
             await self.on_broker_startup(sorted(i.id for i in new))
         if bounced:
             for info in bounced:
-                self._remove(info.id)
+                self._remove(known[info.id], event.received_ms)
             await self.on_broker_failure(sorted(i.id for i in bounced))
             for info in bounced:
                 self._add(info)
             await self.on_broker_startup(sorted(i.id for i in bounced))
         if dead:
             for broker_id in dead:
-                self._remove(broker_id)
+                self._remove(known[broker_id], event.received_ms)
             await self.on_broker_failure(dead)
 
     def _add(self, info: BrokerInfo) -> None:
@@ -118,14 +118,28 @@ class BrokerFlows:
         c.ctx.apply_broker_registered(info)
         if c.channels is not None:
             c.channels.add_broker(info)
-        c.statelog.broker(statelog.BROKER_REGISTERED, info.id, c.epoch)
+        c.statelog.broker(
+            statelog.BROKER_REGISTERED,
+            info.id,
+            c.epoch,
+            registered_ms=info.registered_at_ms or -1,
+        )
 
-    def _remove(self, broker_id: int) -> None:
+    def _remove(self, info: BrokerInfo, received_ms: int) -> None:
+        """Forget a broker whose registration is gone; the record keeps what dates the loss
+        (when the watch delivered it, the lease TTL, the lost incarnation's registration)."""
         c = self.c
-        c.ctx.apply_broker_removed(broker_id)  # also ends a controlled shutdown in progress
+        c.ctx.apply_broker_removed(info.id)  # also ends a controlled shutdown in progress
         if c.channels is not None:
-            c.channels.remove_broker(broker_id)
-        c.statelog.broker(statelog.BROKER_EXPIRED, broker_id, c.epoch)
+            c.channels.remove_broker(info.id)
+        c.statelog.broker(
+            statelog.BROKER_EXPIRED,
+            info.id,
+            c.epoch,
+            detected_ms=received_ms or -1,
+            lease_ttl_ms=info.session_ttl_ms or -1,
+            registered_ms=info.registered_at_ms or -1,
+        )
 
     async def on_broker_startup(self, new_ids: Sequence[int]) -> None:
         c = self.c

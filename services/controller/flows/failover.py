@@ -43,7 +43,7 @@ from services.controller.core import (
     ReplicaState,
     partitions_to_trigger_online,
 )
-from services.controller.events import Elected
+from services.controller.events import Elected, Heartbeat
 from services.controller.flows.common import move_partitions, move_replicas
 from services.controller.store import NotElectedError
 
@@ -59,6 +59,7 @@ ISSUE_TIMEOUT_S = 0.5
 class Failover:
     def __init__(self, c: Controller) -> None:
         self.c = c
+        self._heartbeat: asyncio.Task | None = None
 
     async def on_elected(self, event: Elected) -> None:
         c = self.c
@@ -67,6 +68,7 @@ class Failover:
         if c.active or c.pending_failover is not None:
             return
         started = time.monotonic()
+        started_ms = statelog.now_ms()
         with telemetry.span("controller.epoch_bump", controller_id=c.id) as span:
             try:
                 epoch, revision = await c.store.bump_epoch(
@@ -79,7 +81,15 @@ class Failover:
                 return
             span.set_attributes(telemetry.attrs(controller_epoch=epoch, outcome="ok"))
         c.epoch, c.epoch_revision = epoch, revision
-        c.statelog.controller(statelog.ELECTED, epoch)
+        # Stamped when handling began, the instant the failover's duration is measured from, so
+        # the record and ``failover_done``'s duration agree; ``detected_ms`` is the win itself.
+        c.statelog.controller(
+            statelog.ELECTED,
+            epoch,
+            ts_ms=started_ms,
+            detected_ms=event.won_ms or -1,
+            lease_ttl_ms=event.predecessor_ttl_ms or -1,
+        )
         log.info("elected controller with epoch %d (revision %d)", epoch, revision)
         c.pending_failover = (revision, started)
         if c.synced_revision >= revision:
@@ -155,6 +165,7 @@ class Failover:
         await c.flows.elections.process_pending()
         c.flush()
         c.flows.elections.start_scheduler()
+        self.start_heartbeat()
 
         duration_ms = (time.monotonic() - started) * 1000
         c.statelog.controller(statelog.FAILOVER_DONE, c.epoch, duration_ms=duration_ms)
@@ -166,6 +177,32 @@ class Failover:
             len(ctx.all_partitions()),
             len(ctx.brokers),
         )
+
+    # ---- heartbeat -------------------------------------------------------------------------
+    def start_heartbeat(self) -> None:
+        """While active, a ``heartbeat`` record every ``heartbeat_interval_s`` (0: none),
+        queued as an event so that it also proves the event loop was turning."""
+        self.stop_heartbeat()
+        interval = self.c.config.heartbeat_interval_s
+        if interval > 0:
+            self._heartbeat = asyncio.create_task(
+                self._beat(self.c.generation, interval), name="controller-heartbeat"
+            )
+
+    async def _beat(self, generation: int, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.c.put(Heartbeat(generation))
+
+    def on_heartbeat(self, event: Heartbeat) -> None:
+        c = self.c
+        if c.active and event.generation == c.generation:
+            c.statelog.controller(statelog.HEARTBEAT, c.epoch)
+
+    def stop_heartbeat(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
 
     async def _push_metadata(self, started: float) -> None:
         """Every partition to every registered broker, digest-first from the cache, handed

@@ -35,32 +35,36 @@ class TraceContext(_message.Message):
     def __init__(self, carrier: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class BrokerRegistration(_message.Message):
-    __slots__ = ("broker_id", "host", "port", "rack", "incarnation_id", "registered_at_ms")
+    __slots__ = ("broker_id", "host", "port", "rack", "incarnation_id", "registered_at_ms", "session_ttl_ms")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     host: str
     port: int
     rack: str
     incarnation_id: str
     registered_at_ms: int
-    def __init__(self, broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., registered_at_ms: _Optional[int] = ...) -> None: ...
+    session_ttl_ms: int
+    def __init__(self, broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., registered_at_ms: _Optional[int] = ..., session_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class ControllerRegistration(_message.Message):
-    __slots__ = ("controller_id", "host", "port", "incarnation_id")
+    __slots__ = ("controller_id", "host", "port", "incarnation_id", "session_ttl_ms")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TTL_MS_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     host: str
     port: int
     incarnation_id: str
-    def __init__(self, controller_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., incarnation_id: _Optional[str] = ...) -> None: ...
+    session_ttl_ms: int
+    def __init__(self, controller_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., session_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class ControllerEpoch(_message.Message):
     __slots__ = ("epoch", "controller_id")
