@@ -14,7 +14,7 @@ PROTOS := $(shell find protos -name '*.proto' | sort)
 STAMP_VENV := $(VENV)/.installed
 STAMP_NODE := $(NODE_DIR)/node_modules/.installed
 
-.PHONY: help venv node proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
+.PHONY: help venv node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
 
 help:
 	@echo "make run     - start a local cluster (etcd, 2 controllers, 3 brokers, admin)"
@@ -36,6 +36,13 @@ $(STAMP_NODE): $(NODE_DIR)/package.json
 	@touch $@
 
 node: $(STAMP_NODE)
+
+# Headless Chromium (Debian's package) for the tests that look at HTML reports as a person would.
+browser:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; \
+	fi
 
 proto: $(STAMP_VENV)
 	$(PY) -m grpc_tools.protoc -I protos --python_out=libs --grpc_python_out=libs --pyi_out=libs $(PROTOS)
@@ -64,7 +71,7 @@ fmt: $(STAMP_VENV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: lint proto-lint proto-check $(STAMP_NODE)
+test: lint proto-lint proto-check $(STAMP_NODE) browser
 	PYSPARK_PYTHON=$(abspath $(PY)) SPARK_LOCAL_IP=127.0.0.1 $(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP_VENV)

@@ -15,7 +15,9 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from services.pipeline import analyze_incidents as I
 from services.pipeline import analyze_transforms as T
+from services.pipeline.analyze_faults import broker_losses
 
 TABLES = (
     "offline_windows",
@@ -66,29 +68,30 @@ def analyze(
 ) -> Analysis:
     """Run every transform over normalized records and collect the results."""
     records = records.persist()
-    offline = T.offline_windows(records).persist()
-    urp = T.under_replicated(records, factors).persist()
+    losses = broker_losses(records).persist()
+    offline = T.offline_windows(records, losses, gap_ms).persist()
+    urp = T.under_replicated(records, factors, losses, gap_ms).persist()
     elected = T.elections(records).persist()
     failovers = T.controller_failovers(records).persist()
-    downs = T.broker_downtime(records).persist()
-    assigned = T.assign_incidents(
-        T.impairments(offline, urp, failovers, downs, elected), gap_ms
+    downs = T.broker_downtime(records, losses).persist()
+    assigned = I.assign_incidents(
+        I.impairments(offline, urp, failovers, downs, elected), gap_ms
     ).persist()
     frames = {
         "offline_windows": offline.orderBy("start_ms", "topic", "partition"),
         "under_replicated": urp.orderBy("start_ms", "topic", "partition"),
-        "elections_by_reason": T.elections_by_reason(elected),
-        "elections_by_incident": T.elections_by_reason(elected, assigned),
+        "elections_by_reason": I.elections_by_reason(elected),
+        "elections_by_incident": I.elections_by_reason(elected, assigned),
         "failovers": failovers.orderBy("controller_epoch"),
         "broker_downtime": downs.orderBy("start_ms", "broker_id"),
-        "incidents": T.incident_summary(assigned, elected),
+        "incidents": I.incident_summary(assigned, elected),
         "impairments": assigned.orderBy("start_ms", "kind"),
     }
     collected = {name: df.toPandas() for name, df in frames.items()}
     bounds = records.agg(
         F.min("ts_ms").alias("start"), F.max("ts_ms").alias("end"), F.count(F.lit(1)).alias("n")
     ).first()
-    for df in (assigned, downs, failovers, elected, urp, offline, records):
+    for df in (assigned, downs, failovers, elected, urp, offline, losses, records):
         df.unpersist()
     overall = overall_figures(collected, bounds["start"], bounds["end"], bounds["n"])
     return Analysis(**collected, overall=overall, gap_ms=gap_ms)
@@ -102,8 +105,11 @@ def overall_figures(
     t: dict[str, pd.DataFrame], start: int | None, end: int | None, records: int
 ) -> dict[str, object]:
     offline, urp, fo = t["offline_windows"], t["under_replicated"], t["failovers"]
-    by_reason = t["elections_by_reason"]
+    by_reason, downs = t["elections_by_reason"], t["broker_downtime"]
     done = fo[fo["completed"]] if len(fo) else fo
+    # Failovers that followed a fault (not a cluster's first election) have a detection delay.
+    faults = fo[fo["start_evidence"] != "first election"] if len(fo) else fo
+    delays = [frame["detection_delay_ms"] for frame in (offline, urp, downs, faults) if len(frame)]
     return {
         "records": int(records),
         "log_start_ms": _int(start),
@@ -124,9 +130,12 @@ def overall_figures(
         "under_replicated_intervals": len(urp),
         "under_replicated_partition_ms": _int(urp["duration_ms"].sum()) if len(urp) else 0,
         "controller_failovers": len(fo),
-        "max_failover_ms": float(done["duration_ms"].max()) if len(done) else 0.0,
-        "mean_failover_ms": float(done["duration_ms"].mean()) if len(done) else 0.0,
-        "broker_downs": len(t["broker_downtime"]),
+        "max_failover_ms": float(done["failover_ms"].max()) if len(done) else 0.0,
+        "mean_failover_ms": float(done["failover_ms"].mean()) if len(done) else 0.0,
+        "max_controller_outage_ms": _int(faults["duration_ms"].max()) if len(faults) else 0,
+        "broker_downs": len(downs),
+        "broker_down_ms": _int(downs["duration_ms"].sum()) if len(downs) else 0,
+        "max_detection_delay_ms": _int(max(float(d.max()) for d in delays)) if delays else 0,
     }
 
 

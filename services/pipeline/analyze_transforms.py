@@ -1,27 +1,17 @@
-"""State-change log analytics as DataFrame -> DataFrame transforms.
+"""State-change log analytics as DataFrame -> DataFrame transforms: the windows themselves.
 
 Input: the controllers' state-change logs (JSON lines of :class:`leasehold.statechange.
 StateChangeRecord`; several files, one per controller, are simply unioned). Records are ordered
 by ``ts_ms`` and, within a millisecond, by their position in the file (``seq``), which is the
-order the controller wrote them.
+order the controller wrote them. The words used here (offline, under-replicated, failover,
+incident, detection delay) are defined for readers in :data:`services.pipeline.analyze_report.
+DEFINITIONS`; :mod:`services.pipeline.analyze_faults` dates every window by the best evidence
+of the fault behind it, and :mod:`services.pipeline.analyze_incidents` groups them.
 
-Definitions (also printed in the report):
-
-- A partition is **offline** from a record that moves it to ``OfflinePartition``, or that
-  carries its state with no leader (leader -1, leader epoch >= 0), until a record moves it to
-  ``OnlinePartition`` with a leader (or deletes it: ``NonExistentPartition``). A window still
-  open when the log ends is reported as open, with the log's end as its provisional end.
-- A **leader election** is a move to ``OnlinePartition`` with a leader; ``reason`` names the
-  selector (offline, unclean, preferred, reassigned, controlled_shutdown, new). ISR changes
-  logged as Online -> Online (``isr_shrink`` / ``isr_expand``) are not elections.
-- A partition is **under-replicated** while its ISR is smaller than its replication factor; the
-  factor comes from the snapshot when given, else from the largest ISR / the distinct replicas
-  the log shows for that partition.
-- A **controller failover** runs from the ``elected`` record of an epoch to its
-  ``failover_done`` record (whose ``duration_ms`` is used when set).
-- An **incident** is a maximal group of impairments (offline windows, under-replicated
-  intervals, broker down intervals, failovers, unclean elections) where each one starts within
-  ``gap_ms`` (default 60 s) of the end of the ones before it: quiet gaps separate incidents.
+Every table carries ``start_ms`` (the fault, by its best evidence), ``start_evidence``,
+``detected_ms`` (the controller's record), ``detection_delay_ms``, ``end_ms`` and
+``duration_ms = end_ms - start_ms``, computed once here: the incident summary and the overall
+figures only add these columns up, so the tables agree.
 """
 
 from __future__ import annotations
@@ -38,6 +28,14 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+)
+
+from services.pipeline.analyze_faults import (
+    DETECTION,
+    attribute,
+    broker_losses,
+    failover_evidence,
+    with_delays,
 )
 
 RECORD_SCHEMA = StructType(
@@ -59,10 +57,12 @@ RECORD_SCHEMA = StructType(
         StructField("broker_id", IntegerType()),
         StructField("duration_ms", DoubleType()),
         StructField("trace_id", StringType()),
+        StructField("detected_ms", LongType()),
+        StructField("lease_ttl_ms", LongType()),
+        StructField("registered_ms", LongType()),
     ]
 )
 OFFLINE, ONLINE, GONE = "OfflinePartition", "OnlinePartition", "NonExistentPartition"
-INTERVAL_COLUMNS = ["kind", "topic", "partition", "broker_id", "start_ms", "end_ms", "detail"]
 DEFAULT_GAP_MS = 60_000
 NOT_ELECTIONS = ("isr_shrink", "isr_expand")  # Online -> Online records that elect nobody
 
@@ -86,11 +86,15 @@ def normalize(raw: DataFrame) -> DataFrame:
         F.coalesce("to_state", F.lit("")).alias("to_state"),
         F.coalesce("leader", F.lit(-1)).alias("leader"),
         F.coalesce("leader_epoch", F.lit(-1)).alias("leader_epoch"),
+        F.coalesce("isr", F.array().cast("array<int>")).alias("isr"),
         F.size(F.coalesce("isr", F.array().cast("array<int>"))).alias("isr_size"),
         F.coalesce("reason", F.lit("")).alias("reason"),
         F.coalesce("event", F.lit("")).alias("event"),
         F.coalesce("broker_id", F.lit(-1)).alias("broker_id"),
         F.coalesce("duration_ms", F.lit(-1.0)).alias("duration_ms"),
+        F.coalesce("detected_ms", F.lit(-1)).alias("detected_ms"),
+        F.coalesce("lease_ttl_ms", F.lit(-1)).alias("lease_ttl_ms"),
+        F.coalesce("registered_ms", F.lit(-1)).alias("registered_ms"),
     )
 
 
@@ -117,18 +121,24 @@ def _changes(rows: DataFrame, category: str) -> DataFrame:
 
 
 def _close(windows: DataFrame, records: DataFrame) -> DataFrame:
-    """Open windows end, provisionally, where the log ends."""
-    return (
+    """Open windows end, provisionally, where the log ends; then delays and durations."""
+    closed = (
         windows.crossJoin(log_end(records))
         .withColumn("open", F.col("end_ms").isNull())
         .withColumn("end_ms", F.coalesce("end_ms", "log_end_ms"))
-        .withColumn("duration_ms", F.col("end_ms") - F.col("start_ms"))
         .drop("log_end_ms")
     )
+    return with_delays(closed)
 
 
-def offline_windows(records: DataFrame) -> DataFrame:
-    """topic, partition, start_ms, end_ms, duration_ms, open, deleted, start_reason, end_reason."""
+def offline_windows(
+    records: DataFrame, losses: DataFrame | None = None, horizon_ms: int = DEFAULT_GAP_MS
+) -> DataFrame:
+    """topic, partition, start_ms, start_evidence, cause, detected_ms, detection_delay_ms,
+    end_ms, duration_ms, open, deleted, start_reason, end_reason.
+
+    A move to Offline names the leader it lost: a broker loss of that broker dates the window.
+    """
     is_partition = F.col("kind") == "partition"
     carries_state = F.col("kind").isin("partition", "replica") & (F.col("leader_epoch") >= 0)
     category: Column = (
@@ -148,9 +158,40 @@ def offline_windows(records: DataFrame) -> DataFrame:
         (F.col("end_category") == "gone").alias("deleted"),
         F.col("reason").alias("start_reason"),
         F.coalesce("end_reason", F.lit("")).alias("end_reason"),
+        F.when(F.col("leader") >= 0, F.array(F.col("leader"))).alias("lost_leader"),
     )
     windows = windows.withColumn("deleted", F.coalesce("deleted", F.lit(False)))
-    return _close(windows, records).where(F.col("start_reason") != "deletion")
+    windows = windows.where(F.col("start_reason") != "deletion")
+    dated = _dated(windows, losses, F.col("lost_leader"), horizon_ms).drop("lost_leader")
+    return _close(dated, records).select(*WINDOW_COLUMNS, "deleted", "start_reason", "end_reason")
+
+
+WINDOW_COLUMNS = [
+    "topic",
+    "partition",
+    "start_ms",
+    "start_evidence",
+    "cause",
+    "detected_ms",
+    "detection_delay_ms",
+    "end_ms",
+    "duration_ms",
+    "open",
+]
+
+
+def _dated(
+    windows: DataFrame, losses: DataFrame | None, causes: Column, horizon_ms: int
+) -> DataFrame:
+    """Windows dated by the broker loss behind them (``analyze_faults.attribute``), or by
+    their own record when ``losses`` is None."""
+    if losses is not None:
+        return attribute(windows, losses, F.coalesce(causes, F.array()), horizon_ms)
+    return (
+        windows.withColumn("detected_ms", F.col("start_ms"))
+        .withColumn("start_evidence", F.lit(DETECTION))
+        .withColumn("cause", F.lit(""))
+    )
 
 
 def elections(records: DataFrame) -> DataFrame:
@@ -182,8 +223,16 @@ def replication_factors(records: DataFrame) -> DataFrame:
     )
 
 
-def under_replicated(records: DataFrame, factors: DataFrame | None = None) -> DataFrame:
-    """topic, partition, rf, start_ms, end_ms, duration_ms, open, min_isr: ISR below rf."""
+def under_replicated(
+    records: DataFrame,
+    factors: DataFrame | None = None,
+    losses: DataFrame | None = None,
+    horizon_ms: int = DEFAULT_GAP_MS,
+) -> DataFrame:
+    """The WINDOW_COLUMNS plus rf and isr_at_start: ISR below rf.
+
+    The brokers the ISR just lost (and a replica record's own broker) are the candidate causes.
+    """
     factors = factors if factors is not None else replication_factors(records)
     state = records.where(
         F.col("kind").isin("partition", "replica")
@@ -193,7 +242,12 @@ def under_replicated(records: DataFrame, factors: DataFrame | None = None) -> Da
     ).join(factors.select("topic", "partition", "rf"), ["topic", "partition"])
     state = state.withColumn(
         "category", F.when(F.col("isr_size") < F.col("rf"), "urp").otherwise("ok")
+    ).withColumn("prev_isr", F.lag("isr").over(_partition_order()))
+    removed = F.array_except(F.coalesce("prev_isr", F.array().cast("array<int>")), F.col("isr"))
+    own = F.when(F.col("kind") == "replica", F.array(F.col("replica"))).otherwise(
+        F.array().cast("array<int>")
     )
+    state = state.withColumn("lost", F.array_union(removed, own))
     urp = _changes(state, "category").where(F.col("category") == "urp")
     intervals = urp.select(
         "topic",
@@ -202,177 +256,76 @@ def under_replicated(records: DataFrame, factors: DataFrame | None = None) -> Da
         F.col("ts_ms").alias("start_ms"),
         "end_ms",
         F.col("isr_size").alias("isr_at_start"),
+        "lost",
     )
-    return _close(intervals, records)
+    dated = _dated(intervals, losses, F.col("lost"), horizon_ms).drop("lost")
+    return _close(dated, records).select(*WINDOW_COLUMNS, "rf", "isr_at_start")
 
 
 def controller_failovers(records: DataFrame) -> DataFrame:
-    """controller_id, controller_epoch, elected_ms, done_ms, duration_ms, completed."""
+    """controller_id, controller_epoch, start_ms, start_evidence, detected_ms (the win),
+    detection_delay_ms, elected_ms, done_ms, failover_ms, end_ms, duration_ms, completed.
+
+    ``failover_ms`` is the failover's own duration (the ``failover_done`` record's, measured
+    from the instant the ``elected`` record is stamped): from taking office to every broker
+    told. ``duration_ms`` adds the detection delay: from the previous controller's end to done.
+    """
     ctl = records.where(F.col("kind") == "controller")
     elected = ctl.where(F.col("event") == "elected").groupBy("controller_id", "controller_epoch")
     elected = elected.agg(F.min("ts_ms").alias("elected_ms"))
     done = ctl.where(F.col("event") == "failover_done").groupBy("controller_id", "controller_epoch")
     done = done.agg(F.min("ts_ms").alias("done_ms"), F.max("duration_ms").alias("reported_ms"))
     joined = elected.join(done, ["controller_id", "controller_epoch"], "full")
-    measured = F.col("done_ms") - F.col("elected_ms")
-    return joined.select(
+    measured = (F.col("done_ms") - F.col("elected_ms")).cast("double")
+    failover = F.when(F.col("reported_ms") >= 0, F.col("reported_ms")).otherwise(measured)
+    elected_ms = F.coalesce("elected_ms", (F.col("done_ms") - F.col("reported_ms")).cast("long"))
+    base = joined.select(
         "controller_id",
         "controller_epoch",
-        F.coalesce("elected_ms", F.col("done_ms") - F.col("reported_ms").cast("long")).alias(
-            "elected_ms"
-        ),
+        elected_ms.alias("elected_ms"),
         "done_ms",
-        F.when(F.col("reported_ms") >= 0, F.col("reported_ms"))
-        .otherwise(measured.cast("double"))
-        .alias("duration_ms"),
+        failover.alias("failover_ms"),
         F.col("done_ms").isNotNull().alias("completed"),
     )
-
-
-def broker_downtime(records: DataFrame) -> DataFrame:
-    """broker_id, start_ms (expired), end_ms (registered again), duration_ms, open."""
-    events = records.where(
-        (F.col("kind") == "broker") & F.col("event").isin("expired", "registered")
-    ).withColumn("category", F.col("event"))
-    w = Window.partitionBy("broker_id").orderBy("ts_ms", "seq")
-    changed = events.withColumn("prev", F.lag("category").over(w)).where(
-        F.col("prev").isNull() | (F.col("prev") != F.col("category"))
+    evidence = failover_evidence(records)
+    out = base.join(evidence, "controller_epoch", "left")
+    detected = F.least(F.coalesce("detected_ms", "elected_ms"), F.col("elected_ms"))
+    out = out.withColumn("detected_ms", detected).withColumn(
+        "start_ms", F.least(F.coalesce("start_ms", "detected_ms"), F.col("detected_ms"))
     )
-    changed = changed.withColumn("end_ms", F.lead("ts_ms").over(w))
-    down = changed.where(F.col("category") == "expired").select(
-        "broker_id", F.col("ts_ms").alias("start_ms"), "end_ms"
-    )
-    return _close(down, records)
-
-
-def impairments(
-    offline: DataFrame, urp: DataFrame, failovers: DataFrame, downs: DataFrame, elected: DataFrame
-) -> DataFrame:
-    """Every impairment as an interval: kind, topic, partition, broker_id, start/end, detail."""
-    null_int, null_str = F.lit(None).cast("int"), F.lit(None).cast("string")
-    parts = [
-        offline.select(
-            F.lit("offline").alias("kind"),
-            "topic",
-            "partition",
-            null_int.alias("broker_id"),
-            "start_ms",
-            "end_ms",
-            F.col("start_reason").alias("detail"),
-        ),
-        urp.select(
-            F.lit("under_replicated").alias("kind"),
-            "topic",
-            "partition",
-            null_int.alias("broker_id"),
-            "start_ms",
-            "end_ms",
-            F.concat(
-                F.lit("isr "),
-                F.col("isr_at_start").cast("string"),
-                F.lit("/"),
-                F.col("rf").cast("string"),
-            ).alias("detail"),
-        ),
-        failovers.where(F.col("elected_ms").isNotNull()).select(
-            F.lit("failover").alias("kind"),
-            null_str.alias("topic"),
-            null_int.alias("partition"),
-            F.col("controller_id").alias("broker_id"),
-            F.col("elected_ms").alias("start_ms"),
-            F.coalesce("done_ms", "elected_ms").alias("end_ms"),
-            F.concat(F.lit("epoch "), F.col("controller_epoch").cast("string")).alias("detail"),
-        ),
-        downs.select(
-            F.lit("broker_down").alias("kind"),
-            null_str.alias("topic"),
-            null_int.alias("partition"),
-            "broker_id",
-            "start_ms",
-            "end_ms",
-            F.lit("lease expired").alias("detail"),
-        ),
-        elected.where(F.col("unclean")).select(
-            F.lit("unclean_election").alias("kind"),
-            "topic",
-            "partition",
-            F.col("leader").alias("broker_id"),
-            F.col("ts_ms").alias("start_ms"),
-            F.col("ts_ms").alias("end_ms"),
-            F.lit("unclean").alias("detail"),
-        ),
-    ]
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out.select(*INTERVAL_COLUMNS)
-
-
-def assign_incidents(intervals: DataFrame, gap_ms: int = DEFAULT_GAP_MS) -> DataFrame:
-    """Add ``incident``: 1, 2, ... in time order; a new one starts after a quiet gap.
-
-    The running maximum needs one global order, so this step runs in a single Spark partition
-    (Spark warns about it); impairments are few (one row per window), so that is cheap.
-    """
-    w = Window.orderBy("start_ms", "end_ms", "kind")
-    before = F.max("end_ms").over(w.rowsBetween(Window.unboundedPreceding, -1))
-    fresh = (before.isNull() | (F.col("start_ms") > before + gap_ms)).cast("int")
-    marked = intervals.withColumn("fresh", fresh)
-    incident = F.sum("fresh").over(w.rowsBetween(Window.unboundedPreceding, 0))
-    return marked.withColumn("incident", incident).drop("fresh")
-
-
-def incident_summary(assigned: DataFrame, elected: DataFrame) -> DataFrame:
-    """Per incident: window, duration and what happened in it."""
-    partition_ms = F.col("end_ms") - F.col("start_ms")
-
-    def of(kind: str, value: Column) -> Column:
-        return F.when(F.col("kind") == kind, value)
-
-    base = assigned.groupBy("incident").agg(
-        F.min("start_ms").alias("start_ms"),
-        F.max("end_ms").alias("end_ms"),
-        F.count(of("offline", F.lit(1))).alias("offline_windows"),
-        F.countDistinct(of("offline", F.concat_ws("-", "topic", "partition"))).alias(
-            "offline_partitions"
-        ),
-        F.coalesce(F.sum(of("offline", partition_ms)), F.lit(0)).alias("offline_partition_ms"),
-        F.coalesce(F.max(of("offline", partition_ms)), F.lit(0)).alias("max_offline_ms"),
-        F.coalesce(F.sum(of("under_replicated", partition_ms)), F.lit(0)).alias(
-            "under_replicated_partition_ms"
-        ),
-        F.count(of("failover", F.lit(1))).alias("failovers"),
-        F.coalesce(F.max(of("failover", partition_ms)), F.lit(0)).alias("max_failover_ms"),
-        F.count(of("broker_down", F.lit(1))).alias("broker_downs"),
-        F.count(of("unclean_election", F.lit(1))).alias("unclean_elections"),
-    )
-    windows = F.broadcast(base.select("incident", "start_ms", "end_ms"))
-    in_window = elected.join(
-        windows,
-        (elected["ts_ms"] >= windows["start_ms"]) & (elected["ts_ms"] <= windows["end_ms"]),
-    )
-    counts = in_window.groupBy("incident").agg(F.count(F.lit(1)).alias("elections"))
-    return (
-        base.join(counts, "incident", "left")
-        .withColumn("elections", F.coalesce("elections", F.lit(0)))
-        .withColumn("duration_ms", F.col("end_ms") - F.col("start_ms"))
-        .orderBy("incident")
+    out = out.withColumn("start_evidence", F.coalesce("start_evidence", F.lit(DETECTION)))
+    out = out.withColumn("end_ms", F.coalesce("done_ms", "elected_ms"))
+    return with_delays(out).select(
+        "controller_id",
+        "controller_epoch",
+        "start_ms",
+        "start_evidence",
+        "detected_ms",
+        "detection_delay_ms",
+        "elected_ms",
+        "done_ms",
+        "failover_ms",
+        "end_ms",
+        "duration_ms",
+        "completed",
     )
 
 
-def elections_by_reason(elected: DataFrame, assigned: DataFrame | None = None) -> DataFrame:
-    """reason, elections (overall); with ``assigned`` also per incident (0 = outside any)."""
-    if assigned is None:
-        return elected.groupBy("reason").agg(F.count(F.lit(1)).alias("elections")).orderBy("reason")
-    windows = F.broadcast(
-        assigned.groupBy("incident").agg(F.min("start_ms").alias("s"), F.max("end_ms").alias("e"))
+def broker_downtime(records: DataFrame, losses: DataFrame | None = None) -> DataFrame:
+    """broker_id, start_ms, start_evidence, detected_ms, detection_delay_ms, end_ms (registered
+    again), duration_ms, open, lease_ttl_ms."""
+    losses = losses if losses is not None else broker_losses(records)
+    down = losses.select(
+        "broker_id", "start_ms", "start_evidence", "detected_ms", "end_ms", "lease_ttl_ms"
     )
-    joined = elected.join(
-        windows, (elected["ts_ms"] >= windows["s"]) & (elected["ts_ms"] <= windows["e"]), "left"
-    )
-    return (
-        joined.withColumn("incident", F.coalesce("incident", F.lit(0)))
-        .groupBy("incident", "reason")
-        .agg(F.count(F.lit(1)).alias("elections"))
-        .orderBy("incident", "reason")
+    return _close(down, records).select(
+        "broker_id",
+        "start_ms",
+        "start_evidence",
+        "detected_ms",
+        "detection_delay_ms",
+        "end_ms",
+        "duration_ms",
+        "open",
+        "lease_ttl_ms",
     )
