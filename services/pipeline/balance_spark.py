@@ -20,25 +20,48 @@ from pyspark.sql import functions as F
 from services.pipeline.candidates import CandidateFrames
 from services.pipeline.goals import (
     KEY_MODULUS,
+    RESOURCES,
     BalanceOptions,
     BrokerUniverse,
     GoalValues,
     Targets,
     broker_goal_values,
     compute_targets,
+    resource_goal_values,
+    resource_quotas,
     surplus_quotas,
 )
 from services.pipeline.plan_core import Plan, run_greedy, summarize
 
 
 def explode_replicas(partitions: DataFrame) -> DataFrame:
-    """One row per replica: topic, partition, pos (0 = preferred leader), broker_id, rf."""
-    return partitions.select(
+    """One row per replica: topic, partition, pos (0 = preferred leader), broker_id, rf, and
+    what it weighs in each resource (columns named as ``goals.RESOURCES``)."""
+    size = F.coalesce(F.col("size_bytes").cast("long"), F.lit(0).cast("long"))
+    rate = (
+        F.round(F.coalesce(F.col("bytes_in_per_s").cast("double"), F.lit(0.0))).cast("long")
+        if "bytes_in_per_s" in partitions.columns
+        else F.lit(0).cast("long")
+    )
+    rows = partitions.select(
         "topic",
         F.col("partition").cast("long").alias("partition"),
         F.size("replicas").alias("rf"),
+        size.alias("_size"),
+        rate.alias("_rate"),
         F.posexplode("replicas").alias("pos", "broker_id"),
     ).withColumn("broker_id", F.col("broker_id").cast("long"))
+    lead = F.col("pos") == 0
+    zero = F.lit(0).cast("long")
+    weights = (
+        F.col("_size"),
+        F.col("_rate"),
+        F.when(lead, F.col("_rate") * (F.col("rf") - 1)).otherwise(zero),
+        F.when(lead, F.col("_rate")).otherwise(zero),
+    )
+    for name, w in zip(RESOURCES, weights, strict=True):
+        rows = rows.withColumn(name, w)
+    return rows.drop("_size", "_rate")
 
 
 def replica_key(topic: Column, partition: Column, broker_id: Column) -> Column:
@@ -52,10 +75,11 @@ def replica_key(topic: Column, partition: Column, broker_id: Column) -> Column:
 
 
 def broker_counts(replicas: DataFrame) -> DataFrame:
-    """Replicas and preferred leaders per broker."""
+    """Replicas, preferred leaders and resource loads per broker."""
     return replicas.groupBy("broker_id").agg(
         F.count(F.lit(1)).alias("replicas"),
         F.sum(F.when(F.col("pos") == 0, 1).otherwise(0)).alias("leaders"),
+        *[F.sum(name).cast("long").alias(name) for name in RESOURCES],
     )
 
 
@@ -102,6 +126,7 @@ def _goal_row(excess: DataFrame, goal: str) -> DataFrame:
         null.alias("broker_id"),
         null.alias("replicas"),
         null.alias("leaders"),
+        *[null.alias(name) for name in RESOURCES],
         F.col("value").cast("long"),
     )
 
@@ -116,6 +141,7 @@ def spark_goal_values(
         "broker_id",
         "replicas",
         F.col("leaders").cast("long"),
+        *RESOURCES,
         F.lit(None).cast("long").alias("value"),
     )
     rows = (
@@ -131,8 +157,34 @@ def spark_goal_values(
         counts["replicas"].to_numpy(np.int64),
         counts["leaders"].to_numpy(np.int64),
     )
+    loads = np.stack([counts[name].to_numpy(np.int64) for name in RESOURCES])
+    resources, load_spread = resource_goal_values(universe, targets, loads)
     value = rows.set_index("goal")["value"].fillna(0)
-    return GoalValues(int(value["rack"]), g2, g3, g4, int(value["topic"]), **spread)
+    return GoalValues(
+        rack_awareness=int(value["rack"]),
+        replica_capacity=g2,
+        disk_usage=resources[0],
+        network_inbound=resources[1],
+        network_outbound=resources[2],
+        leader_bytes_in=resources[3],
+        replica_distribution=g3,
+        leader_distribution=g4,
+        topic_replica_distribution=int(value["topic"]),
+        **spread,
+        **load_spread,
+    )
+
+
+def _by_resource(on: DataFrame, name: str) -> DataFrame:
+    """On each broker with a surplus of resource ``name``: its replicas, heaviest first, while
+    the ones before add up to less than the broker's limit (``candidates`` in numpy)."""
+    rows = on.where((F.col(name) > 0) & (F.col(f"limit_{name}") > 0))
+    order = Window.partitionBy("broker_id").orderBy(F.desc(name), "key", "topic", "partition")
+    before = F.sum(name).over(order.rowsBetween(Window.unboundedPreceding, -1))
+    rows = rows.withColumn("_before", F.coalesce(before, F.lit(0)))
+    return rows.where(F.col("_before") < F.col(f"limit_{name}")).select(
+        "topic", "partition", "broker_id", "key"
+    )
 
 
 def with_keys(replicas: DataFrame) -> DataFrame:
@@ -153,14 +205,19 @@ def spark_candidates(
     universe = BrokerUniverse.build(registered, counts["broker_id"].tolist(), options)
     counts = counts.set_index("broker_id").reindex(universe.ids, fill_value=0)
     c, lead = counts["replicas"].to_numpy(np.int64), counts["leaders"].to_numpy(np.int64)
-    targets = compute_targets(universe, int(c.sum()), int(lead.sum()), options)
+    loads = np.stack([counts[name].to_numpy(np.int64) for name in RESOURCES])
+    targets = compute_targets(
+        universe, int(c.sum()), int(lead.sum()), options, loads.sum(axis=1).tolist()
+    )
     give, lgive = surplus_quotas(universe, targets, c, lead)
+    rgive = resource_quotas(universe, targets, loads)
     f = options.choice_factor
     brokers = _broker_table(
         spark,
         universe,
         limit_replica=np.minimum(c, f * give),
         limit_leader=np.minimum(lead, f * lgive),
+        **{f"limit_{name}": f * rgive[k] for k, name in enumerate(RESOURCES)},
     )
     on = replicas.join(brokers, "broker_id")
     cols = ["topic", "partition", "broker_id", "key"]
@@ -185,14 +242,18 @@ def spark_candidates(
         .unionByName(by_leader.withColumn("kind", F.lit("leader")))
         .unionByName(by_rack.withColumn("kind", F.lit("rack")))
         .unionByName(by_topic.withColumn("kind", F.lit("topic")))
-        .select("kind", *cols)
-    ).persist()
+    )
+    for name in RESOURCES:
+        candidates = candidates.unionByName(_by_resource(on, name).withColumn("kind", F.lit(name)))
+    candidates = candidates.select("kind", *cols).persist()
     cand_pdf = candidates.toPandas()
     keys = candidates.select("topic", "partition").distinct()
     cand_parts = partitions.withColumn("partition", F.col("partition").cast("long")).join(
         keys, ["topic", "partition"]
     )
-    parts_pdf = cand_parts.select("topic", "partition", "replicas", "size_bytes").toPandas()
+    parts_pdf = cand_parts.select(
+        "topic", "partition", "replicas", "size_bytes", "bytes_in_per_s"
+    ).toPandas()
     topics = keys.select("topic").distinct()
     cells_pdf = cells.join(topics, "topic").toPandas()
     candidates.unpersist()
@@ -224,7 +285,11 @@ def spark_balance(
     options: BalanceOptions,
 ) -> Plan:
     """The balance plan of ``partitions`` (topic, partition, replicas, size_bytes)."""
-    partitions = partitions.select("topic", "partition", "replicas", "size_bytes").persist()
+    if "bytes_in_per_s" not in partitions.columns:
+        partitions = partitions.withColumn("bytes_in_per_s", F.lit(None).cast("double"))
+    partitions = partitions.select(
+        "topic", "partition", "replicas", "size_bytes", "bytes_in_per_s"
+    ).persist()
     replicas = with_keys(explode_replicas(partitions)).persist()
     frames, universe, targets = spark_candidates(spark, partitions, replicas, registered, options)
     changes, details = run_greedy(frames, universe, targets, options)

@@ -9,7 +9,10 @@ snapshot both paths plan exactly the same moves (a test checks it). Candidates a
   ``give`` is its surplus (:func:`~services.pipeline.goals.surplus_quotas`);
 - ``leader``: the same over the preferred-leader replicas, with the leader surplus;
 - ``rack``: every partition that breaks the rack goal;
-- ``topic``: per (topic, broker) above the topic cap, ``choice_factor * excess`` replicas.
+- ``topic``: per (topic, broker) above the topic cap, ``choice_factor * excess`` replicas;
+- one kind per resource (``disk_usage``, ``network_inbound``, ``network_outbound``,
+  ``leader_bytes_in``): on each broker with a surplus of it, its replicas (leaders only for the
+  last two) by load, largest first, until they add up to ``choice_factor`` times the surplus.
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ import pandas as pd
 import pyarrow as pa
 
 from services.pipeline.goals import (
+    RESOURCES,
     BalanceOptions,
     BrokerUniverse,
     Targets,
+    broker_loads,
     compute_targets,
     mix_key,
+    resource_quotas,
     surplus_quotas,
 )
 from services.pipeline.greedy import GreedyInput
 
-KINDS = ("replica", "leader", "rack", "topic")
+KINDS = ("replica", "leader", "rack", "topic", *RESOURCES)
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ class ReplicaArrays:
     topic_of: np.ndarray  # partition -> topic index
     partition: np.ndarray  # partition -> partition number
     size: np.ndarray  # partition -> bytes (0 when unknown)
+    rate: np.ndarray  # partition -> bytes in per second (0 when unknown)
     offsets: np.ndarray  # partition -> start in ``broker`` (length P + 1)
     broker: np.ndarray  # replica -> broker id, leader first within a partition
 
@@ -64,8 +71,12 @@ class ReplicaArrays:
             size = table.column("size_bytes").fill_null(0).to_numpy().astype(np.int64)
         else:
             size = np.zeros(table.num_rows, dtype=np.int64)
+        if "bytes_in_per_s" in table.column_names:
+            rate = np.rint(table.column("bytes_in_per_s").fill_null(0).to_numpy()).astype(np.int64)
+        else:
+            rate = np.zeros(table.num_rows, dtype=np.int64)
         partition = table.column("partition").to_numpy().astype(np.int64)
-        return cls(topics, topic_of.astype(np.int64), partition, size, offsets, flat)
+        return cls(topics, topic_of.astype(np.int64), partition, size, rate, offsets, flat)
 
     @property
     def n_partitions(self) -> int:
@@ -76,6 +87,29 @@ class ReplicaArrays:
 
     def position(self) -> np.ndarray:
         return np.arange(len(self.broker)) - self.offsets[self.part_of()]
+
+    def loads(self, universe: BrokerUniverse) -> np.ndarray:
+        """Per-broker resource loads (``goals.broker_loads``) of this assignment."""
+        part = self.part_of()
+        rf = np.diff(self.offsets)[part]
+        return broker_loads(
+            universe.index_of(self.broker),
+            self.position() == 0,
+            rf,
+            self.size[part],
+            self.rate[part],
+            universe.size,
+        )
+
+    def replica_loads(self) -> np.ndarray:
+        """(len(RESOURCES), replicas): what each replica weighs in each resource."""
+        part = self.part_of()
+        lead = self.position() == 0
+        rate = self.rate[part]
+        rf = np.diff(self.offsets)[part]
+        return np.stack(
+            [self.size[part], rate, np.where(lead, rate * (rf - 1), 0), np.where(lead, rate, 0)]
+        ).astype(np.int64)
 
     def matrix(self, universe: BrokerUniverse) -> np.ndarray:
         """(partitions x max rf) broker indexes padded with -1, for ``goal_values``."""
@@ -89,8 +123,10 @@ class ReplicaArrays:
 class CandidateFrames:
     """What the planner needs, as small pandas frames (the same from Spark and numpy)."""
 
-    brokers: pd.DataFrame  # broker_id, replicas, leaders: every broker of the universe
-    partitions: pd.DataFrame  # topic, partition, replicas, size_bytes: candidate partitions
+    # broker_id, replicas, leaders and one column per resource: every broker of the universe
+    brokers: pd.DataFrame
+    # topic, partition, replicas, size_bytes, bytes_in_per_s: candidate partitions
+    partitions: pd.DataFrame
     candidates: pd.DataFrame  # kind, topic, partition, broker_id, key
     cells: pd.DataFrame  # topic, broker_id, count: every non-empty cell of candidate topics
     totals: pd.DataFrame  # topic, total: replicas of each candidate topic
@@ -115,8 +151,10 @@ def local_candidates(
     counts = np.bincount(bidx, minlength=b)
     leaders = np.bincount(bidx[pos == 0], minlength=b)
     n_lead = int((np.diff(arrays.offsets) > 0).sum())
-    targets = compute_targets(universe, len(bidx), n_lead, options)
+    loads = arrays.loads(universe)
+    targets = compute_targets(universe, len(bidx), n_lead, options, loads.sum(axis=1).tolist())
     give, lgive = surplus_quotas(universe, targets, counts, leaders)
+    rgive = resource_quotas(universe, targets, loads)
     crc = np.asarray([zlib.crc32(t.encode()) for t in arrays.topics], dtype=np.int64)
     topic = arrays.topic_of[part]
     key = mix_key(crc[topic], arrays.partition[part], arrays.broker)
@@ -148,6 +186,18 @@ def local_candidates(
     excess[rows] = [excess_by_cell[c] for c in cell[rows].tolist()]
     order, rank = _rank_within(cell[rows], *(k[rows] for k in tie))
     chosen["topic"] = rows[order[rank < f * excess[rows][order]]]
+    # Resources: the heaviest replicas first, until they cover choice_factor x the surplus.
+    weights = arrays.replica_loads()
+    for k, name in enumerate(RESOURCES):
+        w = weights[k]
+        rows = np.flatnonzero((w > 0) & (rgive[k][bidx] > 0))
+        order, _ = _rank_within(bidx[rows], -w[rows], *(t[rows] for t in tie))
+        ordered = rows[order]
+        group = bidx[ordered]
+        cum = np.cumsum(w[ordered])
+        starts = np.searchsorted(group, group, side="left")
+        before = cum - w[ordered] - np.where(starts > 0, cum[starts - 1], 0)
+        chosen[name] = ordered[before < f * rgive[k][group]]
 
     frames = []
     for kind in KINDS:
@@ -174,6 +224,7 @@ def local_candidates(
                 for p in cand_parts.tolist()
             ],
             "size_bytes": arrays.size[cand_parts],
+            "bytes_in_per_s": arrays.rate[cand_parts],
         }
     )
     cand_topics = np.unique(arrays.topic_of[cand_parts])
@@ -185,7 +236,14 @@ def local_candidates(
             "count": ccount[keep],
         }
     )
-    brokers = pd.DataFrame({"broker_id": universe.ids, "replicas": counts, "leaders": leaders})
+    brokers = pd.DataFrame(
+        {
+            "broker_id": universe.ids,
+            "replicas": counts,
+            "leaders": leaders,
+            **{name: loads[k] for k, name in enumerate(RESOURCES)},
+        }
+    )
     totals_df = pd.DataFrame({"topic": arrays.topics[cand_topics], "total": totals[cand_topics]})
     return CandidateFrames(brokers, partitions, cand, cells, totals_df), targets
 
@@ -221,6 +279,12 @@ def greedy_input(
     ).tolist()
     bounds = np.concatenate([[0], np.cumsum(lens)]).tolist()
     brokers = frames.brokers.set_index("broker_id").reindex(universe.ids, fill_value=0)
+    loads = np.stack(
+        [
+            brokers[name].to_numpy(np.int64) if name in brokers else np.zeros(universe.size, int)
+            for name in RESOURCES
+        ]
+    )
     cells = frames.cells[frames.cells["topic"].isin(tidx)]
     cell_lists = _group_lists(
         cells["topic"].map(tidx).to_numpy(np.int64),
@@ -232,6 +296,7 @@ def greedy_input(
         targets=targets,
         options=options,
         counts=brokers["replicas"].to_numpy(np.int64),
+        loads=loads,
         leaders=brokers["leaders"].to_numpy(np.int64),
         replicas=[flat[bounds[i] : bounds[i + 1]] for i in range(len(parts))],
         topic_of=[tidx[t] for t in parts["topic"]],
@@ -259,4 +324,20 @@ def greedy_input(
     by_cell = _group_lists(topic_ids * (1 << 32) + bidx[is_topic], pid[is_topic])
     inp.cand_topic = {(k >> 32, k & 0xFFFFFFFF): v for k, v in by_cell.items()}
     sizes = parts["size_bytes"].fillna(0).astype(np.int64).tolist()
+    inp.size = sizes
+    rates = parts["bytes_in_per_s"] if "bytes_in_per_s" in parts else pd.Series(0, parts.index)
+    inp.rate = np.rint(rates.fillna(0).to_numpy(np.float64)).astype(np.int64).tolist()
+    weight = (
+        np.asarray(sizes, np.int64),
+        np.asarray(inp.rate, np.int64),
+        np.asarray(inp.rate, np.int64) * (lens - 1),
+        np.asarray(inp.rate, np.int64),
+    )
+    for k, name in enumerate(RESOURCES):
+        mine = kind == name
+        lists = _group_lists(bidx[mine], pid[mine])
+        # heaviest first (stable: ties keep the key order)
+        inp.cand_resource[k] = {
+            b: sorted(ps, key=lambda p, w=weight[k]: -int(w[p])) for b, ps in lists.items()
+        }
     return inp, keys, sizes

@@ -1,19 +1,35 @@
 """The balance goals, their targets and their values: pure numpy, shared by every plan path.
 
-Five goals, in priority order (Cruise Control's names in brackets):
+Nine goals, in priority order, the order Cruise Control gives its goals (its names in
+brackets):
 
 1. ``rack_awareness`` [RackAwareGoal]: a partition with ``rf`` replicas keeps at most
    ``ceil(rf / racks)`` of them in one rack. Value: replicas above that per (partition, rack).
 2. ``replica_capacity`` [ReplicaCapacityGoal]: a broker holds at most ``max_replicas_per_broker``
    replicas; a drained broker holds none. Value: replicas above the capacity, summed.
-3. ``replica_distribution`` [ReplicaDistributionGoal]: every broker's replica count lies in the
+3. ``disk_usage`` [DiskUsageDistributionGoal]: every broker's bytes on disk (the sizes of the
+   replicas it holds) lie in the band ``[floor(avg*(1-t)), ceil(avg*(1+t))]``. Value: bytes
+   outside the band, summed.
+4. ``network_inbound`` [NetworkInboundUsageDistributionGoal]: the same for bytes in per second:
+   every replica takes its partition's produce rate in (the leader from producers, a follower
+   by replication).
+5. ``network_outbound`` [NetworkOutboundUsageDistributionGoal]: the same for bytes out per
+   second: a leader sends its partition's rate to each of its ``rf - 1`` followers (consumer
+   traffic is not known to the snapshot).
+6. ``leader_bytes_in`` [LeaderBytesInDistributionGoal]: the same for the produce rate of the
+   partitions a broker leads (preferred leaders).
+7. ``replica_distribution`` [ReplicaDistributionGoal]: every broker's replica count lies in the
    band ``[floor(avg*(1-t)), ceil(avg*(1+t))]``. Value: distance outside the band, summed.
-4. ``leader_distribution`` [LeaderReplicaDistributionGoal]: the same for preferred leaders (the
+8. ``leader_distribution`` [LeaderReplicaDistributionGoal]: the same for preferred leaders (the
    first replica: what a preferred election or auto leader rebalance makes the leader).
-5. ``topic_replica_distribution`` [TopicReplicaDistributionGoal]: a broker holds at most
+9. ``topic_replica_distribution`` [TopicReplicaDistributionGoal]: a broker holds at most
    ``ceil(avg) + clamp(ceil(avg * (balance - 1)), min_gap, max_gap)`` replicas of a topic whose
    average per broker is ``avg`` (Cruise Control's defaults: balance 3.0, gaps 2 and 40; balance
    1.0 with gap 0 demands a perfect spread). Value: replicas above, summed.
+
+Sizes come from the snapshot (``size_bytes``) and rates from its two readings of the log end
+offsets (``bytes_in_per_s``); where they are unknown they count as 0, and the resource goals are
+then satisfied by any assignment, leaving the count goals to decide.
 
 Every value is "how far from satisfied" (0 = satisfied), a sum of per-broker (or per-cell)
 piecewise-linear penalties. That shape is what lets the greedy planner price one move exactly
@@ -36,10 +52,18 @@ import numpy as np
 GOALS: tuple[str, ...] = (
     "rack_awareness",
     "replica_capacity",
+    "disk_usage",
+    "network_inbound",
+    "network_outbound",
+    "leader_bytes_in",
     "replica_distribution",
     "leader_distribution",
     "topic_replica_distribution",
 )
+RESOURCES: tuple[str, ...] = GOALS[2:6]  # per-broker loads, in bytes or bytes per second
+FIRST_RESOURCE = 2  # goal index of RESOURCES[0]
+# Goal indexes of the count goals, used by the greedy planner.
+G_REPLICAS, G_LEADERS, G_TOPICS = 6, 7, 8
 UNLIMITED = np.iinfo(np.int64).max // 4
 KEY_MODULUS = 2_147_483_647  # 2^31 - 1 (MINSTD): products stay far inside int64 everywhere
 
@@ -128,6 +152,10 @@ class Targets:
     topic_balance: float = 3.0
     topic_min_gap: int = 2
     topic_max_gap: int = 40
+    # Resource bands: (len(RESOURCES), brokers) lower and upper bounds; floor of the averages.
+    rlo: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((4, 0), np.int64))
+    rhi: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((4, 0), np.int64))
+    rmid: tuple[int, ...] = (0, 0, 0, 0)
 
     def topic_caps(self, totals: np.ndarray) -> np.ndarray:
         """Per topic (by replica total), the most replicas of it one broker may hold."""
@@ -147,7 +175,11 @@ class Targets:
 
 
 def compute_targets(
-    universe: BrokerUniverse, total_replicas: int, total_partitions: int, options: BalanceOptions
+    universe: BrokerUniverse,
+    total_replicas: int,
+    total_partitions: int,
+    options: BalanceOptions,
+    load_totals: Sequence[int] = (0, 0, 0, 0),
 ) -> Targets:
     eligible = max(1, int((~universe.drained).sum()))
     t = options.threshold
@@ -167,9 +199,13 @@ def compute_targets(
     lo, hi = band(avg, universe.receivable)
     llo, lhi = band(lavg, universe.receivable)
     racks = len(set(universe.rack[~drained].tolist())) or 1
+    bands = [band(total / eligible, universe.receivable) for total in load_totals]
+    rlo = np.asarray([b[0] for b in bands], dtype=np.int64).reshape(len(RESOURCES), -1)
+    rhi = np.asarray([b[1] for b in bands], dtype=np.int64).reshape(len(RESOURCES), -1)
+    rmid = tuple(math.floor(total / eligible) for total in load_totals)
     return Targets(
         cap, lo, hi, llo, lhi, math.floor(avg), math.floor(lavg), racks, eligible, drained,
-        options.topic_balance, options.topic_min_gap, options.topic_max_gap,
+        options.topic_balance, options.topic_min_gap, options.topic_max_gap, rlo, rhi, rmid,
     )  # fmt: skip
 
 
@@ -179,6 +215,10 @@ class GoalValues:
 
     rack_awareness: int
     replica_capacity: int
+    disk_usage: int
+    network_inbound: int
+    network_outbound: int
+    leader_bytes_in: int
     replica_distribution: int
     leader_distribution: int
     topic_replica_distribution: int
@@ -186,6 +226,15 @@ class GoalValues:
     replicas_max: int = 0
     leaders_min: int = 0
     leaders_max: int = 0
+    # Per-broker resource loads (hosting brokers): bytes, bytes/s.
+    disk_bytes_min: int = 0
+    disk_bytes_max: int = 0
+    bytes_in_per_s_min: int = 0
+    bytes_in_per_s_max: int = 0
+    bytes_out_per_s_min: int = 0
+    bytes_out_per_s_max: int = 0
+    leader_bytes_in_per_s_min: int = 0
+    leader_bytes_in_per_s_max: int = 0
 
     def vector(self) -> tuple[int, ...]:
         return tuple(getattr(self, g) for g in GOALS)
@@ -195,6 +244,65 @@ class GoalValues:
 
     def as_dict(self) -> dict[str, int]:
         return {k: int(v) for k, v in self.__dict__.items()}
+
+    def never_worse_on_a_higher_goal(self, before: GoalValues) -> bool:
+        """Lexicographically no worse than ``before``: the first goal that changed improved."""
+        return self.vector() <= before.vector()
+
+
+_LOAD_SPREAD = ("disk_bytes", "bytes_in_per_s", "bytes_out_per_s", "leader_bytes_in_per_s")
+
+
+def broker_loads(
+    broker_index: np.ndarray,
+    is_leader: np.ndarray,
+    rf: np.ndarray,
+    size: np.ndarray,
+    rate: np.ndarray,
+    brokers: int,
+) -> np.ndarray:
+    """(len(RESOURCES), brokers) int64 loads from one entry per replica: the broker index,
+    whether it is the preferred leader, and its partition's replica count, size and rate."""
+    lead = np.asarray(is_leader, bool)
+    size = np.asarray(size, np.float64)
+    rate = np.asarray(rate, np.float64)
+    out = np.zeros((len(RESOURCES), brokers), dtype=np.int64)
+    if len(broker_index) == 0:
+        return out
+    out[0] = np.rint(np.bincount(broker_index, weights=size, minlength=brokers))
+    out[1] = np.rint(np.bincount(broker_index, weights=rate, minlength=brokers))
+    fanout = rate[lead] * (np.asarray(rf)[lead] - 1)
+    out[2] = np.rint(np.bincount(broker_index[lead], weights=fanout, minlength=brokers))
+    out[3] = np.rint(np.bincount(broker_index[lead], weights=rate[lead], minlength=brokers))
+    return out
+
+
+def resource_goal_values(
+    universe: BrokerUniverse, targets: Targets, loads: np.ndarray
+) -> tuple[list[int], dict[str, int]]:
+    """Goals 3-6 from per-broker loads, and the loads' spread over hosting brokers."""
+    values = [
+        int(band_penalty(loads[k], targets.rlo[k], targets.rhi[k]).sum())
+        for k in range(len(RESOURCES))
+    ]
+    hosting = ~universe.drained
+    spread: dict[str, int] = {}
+    for k, name in enumerate(_LOAD_SPREAD):
+        row = loads[k][hosting] if hosting.any() else loads[k][:0]
+        spread[f"{name}_min"] = int(row.min()) if row.size else 0
+        spread[f"{name}_max"] = int(row.max()) if row.size else 0
+    return values, spread
+
+
+def resource_quotas(universe: BrokerUniverse, targets: Targets, loads: np.ndarray) -> np.ndarray:
+    """Per resource and broker, how much load it should be ready to give (as
+    :func:`surplus_quotas` does for counts)."""
+    give = np.maximum(loads - targets.rhi, 0)
+    for k in range(len(RESOURCES)):
+        deficit = np.maximum(0, targets.rlo[k] - loads[k])[universe.receivable].sum()
+        if deficit:
+            give[k] = np.maximum(give[k], loads[k] - targets.rmid[k])
+    return np.maximum(give, 0)
 
 
 def band_penalty(counts: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -224,9 +332,12 @@ def goal_values(
     targets: Targets,
     replicas: np.ndarray,
     topic_of: np.ndarray,
+    size: np.ndarray | None = None,
+    rate: np.ndarray | None = None,
 ) -> GoalValues:
     """Every goal for a whole assignment: ``replicas`` is (partitions x max rf) broker indexes,
-    padded with -1; ``topic_of`` gives each partition's topic index."""
+    padded with -1; ``topic_of`` gives each partition's topic index, ``size`` and ``rate`` its
+    bytes and bytes in per second (0 when not given)."""
     b = universe.size
     present = replicas >= 0
     flat = replicas[present]
@@ -249,7 +360,25 @@ def goal_values(
     tcap = targets.topic_caps(totals)[ctopic]
     tcap = np.where(universe.drained[cbroker], 0, tcap)
     g5 = int(np.maximum(0, ccount - tcap).sum())
-    return GoalValues(g1, g2, g3, g4, g5, **spread)
+    n = len(replicas)
+    size = np.zeros(n) if size is None else np.asarray(size, np.float64)
+    rate = np.zeros(n) if rate is None else np.asarray(rate, np.float64)
+    pos = np.nonzero(present)[1]
+    loads = broker_loads(flat, pos == 0, rf[rows], size[rows], rate[rows], b)
+    resources, load_spread = resource_goal_values(universe, targets, loads)
+    return GoalValues(
+        rack_awareness=g1,
+        replica_capacity=g2,
+        disk_usage=resources[0],
+        network_inbound=resources[1],
+        network_outbound=resources[2],
+        leader_bytes_in=resources[3],
+        replica_distribution=g3,
+        leader_distribution=g4,
+        topic_replica_distribution=g5,
+        **spread,
+        **load_spread,
+    )
 
 
 def surplus_quotas(

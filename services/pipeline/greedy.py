@@ -7,6 +7,14 @@ surplus replica, prices moving it to every broker at once (one numpy pass over ~
 as a vector of goal changes. Every goal value is a sum of the per-broker (per-cell) penalties
 these changes are computed from, so the planner always knows the exact goal values.
 
+Resource goals (bytes on disk, bytes in and out per second, leader bytes in) are priced the
+same way, in bytes: moving a replica of size ``S`` and rate ``R`` moves ``S`` and ``R`` from the
+source to the destination, and when it is the preferred leader also its ``R * (rf - 1)`` bytes
+out and its ``R`` leader bytes in (to the destination, or to the follower that takes over).
+Since those changes are too large for a packed key, destinations are compared goal by goal: the
+lexicographically smallest change vector is found by narrowing the destinations one goal at a
+time.
+
 Acceptance is lexicographic, as in Cruise Control: a move must improve the first goal it
 changes, so it never breaks a higher goal while fixing a lower one; among acceptable moves the
 planner takes the best vector, then the emptiest broker. A move for a high goal may cost a lower
@@ -14,7 +22,7 @@ goal (a rack fix may need one broker to go above its band until another move eve
 The plan must never end worse than the cluster on any goal, so after a run the planner looks at
 each goal's net change; goals that ended worse become *protected* (no move may raise them) and
 the run is repeated. Protecting every goal means each move lowers no goal at all, which is
-always safe, so this ends after at most five reruns.
+always safe, so this ends after at most nine reruns.
 
 Leader moves come first where they suffice: a preferred leader is moved by reordering a
 partition's replicas (no data moves) before any replica is moved for the leader goal; and when a
@@ -26,10 +34,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
-from services.pipeline.goals import BalanceOptions, BrokerUniverse, Targets
+from services.pipeline.goals import (
+    FIRST_RESOURCE,
+    G_LEADERS,
+    G_REPLICAS,
+    G_TOPICS,
+    GOALS,
+    RESOURCES,
+    BalanceOptions,
+    BrokerUniverse,
+    Targets,
+)
+
+N_GOALS = len(GOALS)
+G_DISK, G_IN, G_OUT, G_LBI = range(FIRST_RESOURCE, FIRST_RESOURCE + len(RESOURCES))
 
 
 @dataclass
@@ -49,6 +71,12 @@ class GreedyInput:
     cand_leader: dict[int, list[int]] = field(default_factory=dict)
     cand_rack: list[int] = field(default_factory=list)
     cand_topic: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    # Resources: per-broker loads (len(RESOURCES) x brokers), per candidate partition its bytes
+    # and bytes in per second, and per resource the candidate partitions by broker.
+    loads: np.ndarray | None = None
+    size: list[int] = field(default_factory=list)
+    rate: list[int] = field(default_factory=list)
+    cand_resource: dict[int, dict[int, list[int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -65,11 +93,26 @@ class GreedyResult:
     replicas: dict[int, list[int]]  # changed candidate partitions -> new broker indexes
     steps: int  # replica moves and reorders taken (one replica may move more than once)
     protected: tuple[int, ...] = ()  # goals (0-based) the final run kept from rising
-    net: tuple[int, ...] = (0, 0, 0, 0, 0)  # change of each goal's value
+    net: tuple[int, ...] = (0,) * N_GOALS  # change of each goal's value
 
 
-_ZERO_KEY = sum(8 * 16**i for i in range(5))  # the key of "no goal changes"
-_NO_KEY = 16**5  # above every key: not an acceptable destination
+def _first_nonzero_negative(vector: tuple[int, ...]) -> bool:
+    for d in vector:
+        if d:
+            return d < 0
+    return False
+
+
+def _lex_less(a: tuple, b: tuple, n: int) -> np.ndarray:
+    """Per destination (``n`` of them), whether change vector ``a`` is lexicographically
+    smaller than ``b`` (entries are scalars or length-``n`` vectors)."""
+    less = np.zeros(n, dtype=bool)
+    undecided = np.ones(n, dtype=bool)
+    for x, y in zip(a, b, strict=True):
+        diff = np.broadcast_to(np.asarray(x) - np.asarray(y), (n,))
+        less |= undecided & (diff < 0)
+        undecided &= diff == 0
+    return less
 
 
 def _up(c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -99,9 +142,15 @@ class GreedyPlanner:
         """Start over from the cluster as it is, protecting the given goals (0-based)."""
         inp = self.inp
         self.protected = protected
-        self.net = [0] * 5  # applied change of each goal so far
+        self.net = [0] * N_GOALS  # applied change of each goal so far
         self.counts = inp.counts.astype(np.int64).copy()
         self.leaders = inp.leaders.astype(np.int64).copy()
+        b = self.u.size
+        self.loads = (
+            np.zeros((len(RESOURCES), b), np.int64)
+            if inp.loads is None
+            else inp.loads.astype(np.int64).copy()
+        )
         self.reps = [list(r) for r in inp.replicas]
         self._cells: dict[int, np.ndarray] = {}
         self.steps = 0
@@ -139,15 +188,55 @@ class GreedyPlanner:
 
     # ---- pricing ------------------------------------------------------------------------------
 
-    def _best_follower(self, reps: list[int]) -> tuple[int | None, int]:
-        """The follower whose taking the preferred leadership costs the leader goal least."""
-        best: tuple[int, int, int] | None = None
+    def _size(self, p: int) -> int:
+        return self.inp.size[p] if p < len(self.inp.size) else 0
+
+    def _rate(self, p: int) -> int:
+        return self.inp.rate[p] if p < len(self.inp.rate) else 0
+
+    def _pen(self, k: int, x: np.ndarray | int, b: np.ndarray | int) -> np.ndarray | int:
+        lo, hi = self.t.rlo[k][b], self.t.rhi[k][b]
+        return np.maximum(0, x - hi) + np.maximum(0, lo - x)
+
+    def _res_up(self, k: int, amount: int) -> np.ndarray | int:
+        """Penalty change of resource ``k`` on every broker if it took ``amount`` more."""
+        if not amount:
+            return 0
+        load = self.loads[k]
+        every = slice(None)
+        return self._pen(k, load + amount, every) - self._pen(k, load, every)
+
+    def _res_one(self, k: int, b: int, amount: int) -> int:
+        """Penalty change of resource ``k`` on broker ``b`` if its load changed by ``amount``."""
+        if not amount:
+            return 0
+        load = int(self.loads[k][b])
+        return int(self._pen(k, load + amount, b)) - int(self._pen(k, load, b))
+
+    def _lead_deltas(self, reps: list[int], f: int, s: int, rate: int) -> tuple[int, int, int]:
+        """(bytes out, leader bytes in, leader count) changes when follower ``f`` takes
+        ``s``'s preferred leadership of a partition with ``reps`` and ``rate``."""
+        out = rate * (len(reps) - 1)
+        d_out = self._res_one(G_OUT - FIRST_RESOURCE, s, -out) + self._res_one(
+            G_OUT - FIRST_RESOURCE, f, out
+        )
+        d_lbi = self._res_one(G_LBI - FIRST_RESOURCE, s, -rate) + self._res_one(
+            G_LBI - FIRST_RESOURCE, f, rate
+        )
+        down = _down(int(self.leaders[s]), int(self.t.llo[s]), int(self.t.lhi[s]))
+        return d_out, d_lbi, int(self.up4[f]) + down
+
+    def _best_follower(self, p: int, s: int) -> tuple[int | None, tuple[int, int, int]]:
+        """The follower whose taking the preferred leadership from ``s`` costs the leadership
+        goals (bytes out, leader bytes in, leader count) least, lexicographically."""
+        reps = self.reps[p]
+        best: tuple[tuple[int, int, int], int, int] | None = None
         for f in reps[1:]:
             if not self.u.can_lead[f]:
                 continue
-            cand = (int(self.up4[f]), int(self.leaders[f]), f)
+            cand = (self._lead_deltas(reps, f, s, self._rate(p)), int(self.leaders[f]), f)
             best = cand if best is None or cand < best else best
-        return (None, 0) if best is None else (best[2], best[0])
+        return (None, (0, 0, 0)) if best is None else (best[2], best[0])
 
     def _rack_delta(self, reps: list[int], s: int) -> int | np.ndarray:
         """Goal 1's change per destination when ``s`` leaves ``reps``."""
@@ -169,9 +258,9 @@ class GreedyPlanner:
         """The best acceptable destination for partition ``p``'s replica on broker ``s``.
 
         Each goal's change is a vector over destinations (or a scalar when it is the same for
-        all); a destination is acceptable when the change vector is lexicographically negative
-        and no protected goal rises. Vectors compare through a base-16 key (changes lie in
-        -8..7), so the lexicographically best destination is an argmin.
+        all); a destination is acceptable when its change vector is lexicographically negative
+        and no protected goal rises. The lexicographically smallest vector is found by keeping,
+        goal by goal, the destinations with the smallest change.
         """
         reps, tg = self.reps[p], self.t
         c_s, cell, tcap = (
@@ -179,41 +268,56 @@ class GreedyPlanner:
             self.cell(self.topic_of[p]),
             self.tcap(self.topic_of[p]),
         )
-        d1 = self._rack_delta(reps, s)
-        d2 = self.up2 - int(c_s > tg.cap[s])
-        d3 = self.up3 + _down(c_s, int(tg.lo[s]), int(tg.hi[s]))
-        d4: int | np.ndarray = 0
-        follower, use_follower = None, None
+        size, rate = self._size(p), self._rate(p)
+        deltas: list[int | np.ndarray] = [0] * N_GOALS
+        deltas[0] = self._rack_delta(reps, s)
+        deltas[1] = self.up2 - int(c_s > tg.cap[s])
+        deltas[G_DISK] = self._res_up(0, size) + self._res_one(0, s, -size)
+        deltas[G_IN] = self._res_up(1, rate) + self._res_one(1, s, -rate)
+        deltas[G_REPLICAS] = self.up3 + _down(c_s, int(tg.lo[s]), int(tg.hi[s]))
+        deltas[G_TOPICS] = (cell >= tcap).astype(np.int64) - int(cell[s] > tcap[s])
+        use_follower: np.ndarray | None = None
+        follower = None
         if reps[0] == s:
+            out = rate * (len(reps) - 1)
             down = _down(int(self.leaders[s]), int(tg.llo[s]), int(tg.lhi[s]))
-            d4 = self.up4 + down
-            follower, f_up = self._best_follower(reps)
+            own = (
+                self._res_up(2, out) + self._res_one(2, s, -out),
+                self._res_up(3, rate) + self._res_one(3, s, -rate),
+                self.up4 + down,
+            )
+            follower, handed = self._best_follower(p, s)
             if follower is not None:
-                use_follower = (f_up + down) < d4
-                d4 = np.minimum(d4, f_up + down)
-        d5 = (cell >= tcap).astype(np.int64) - int(cell[s] > tcap[s])
-        deltas = (d1, d2, d3, d4, d5)
+                use_follower = _lex_less(handed, own, self.u.size)
+                own = tuple(np.where(use_follower, h, o) for h, o in zip(handed, own, strict=True))
+            deltas[G_OUT], deltas[G_LBI], deltas[G_LEADERS] = own
         bad = ~self.u.receivable.copy()
         bad[reps] = True
-        key: int | np.ndarray = 0
-        for g, d in enumerate(deltas):
-            if g in self.protected:
-                if isinstance(d, np.ndarray):
-                    bad |= d > 0
-                elif d > 0:
-                    return None
-            key = key * 16 + d + 8
-        key = np.where(bad, _NO_KEY, key)
-        best = int(key.min())
-        if best >= _ZERO_KEY:
+        for g in self.protected:
+            d = deltas[g]
+            if isinstance(d, np.ndarray):
+                bad |= d > 0
+            elif d > 0:
+                return None
+        cand = ~bad
+        for d in deltas:
+            if not cand.any():
+                return None
+            if isinstance(d, np.ndarray):
+                cand &= d == d[cand].min()
+            if np.count_nonzero(cand) == 1:
+                break
+        ties = np.flatnonzero(cand)
+        if ties.size == 0:
             return None
-        ties = np.flatnonzero(key == best)
         dest = (
             int(ties[np.lexsort((ties, cell[ties], self.counts[ties]))[0]])
             if ties.size > 1
             else int(ties[0])
         )
         delta = tuple(int(d[dest]) if isinstance(d, np.ndarray) else int(d) for d in deltas)
+        if not _first_nonzero_negative(delta):
+            return None
         new_leader = follower if use_follower is not None and use_follower[dest] else None
         return Move(p, s, dest, new_leader, delta)
 
@@ -228,31 +332,53 @@ class GreedyPlanner:
         cell = self.cell(t)
         cell[m.source] -= 1
         cell[m.dest] += 1
+        size, rate = self._size(m.partition), self._rate(m.partition)
+        self.loads[0][m.source] -= size
+        self.loads[0][m.dest] += size
+        self.loads[1][m.source] -= rate
+        self.loads[1][m.dest] += rate
         if i == 0:
             self.leaders[m.source] -= 1
             if m.new_leader is not None:
                 j = reps.index(m.new_leader)
                 reps[0], reps[j] = reps[j], reps[0]
             self.leaders[reps[0]] += 1
+            self._move_leader_loads(m.source, reps[0], rate, len(reps))
         self._touch(m.source, m.dest, reps[0])
         for g, d in enumerate(m.delta):
             self.net[g] += d
         self.steps += 1
 
+    def _move_leader_loads(self, old: int, new: int, rate: int, rf: int) -> None:
+        out = rate * (rf - 1)
+        self.loads[2][old] -= out
+        self.loads[2][new] += out
+        self.loads[3][old] -= rate
+        self.loads[3][new] += rate
+
     def reorder(self, p: int) -> bool:
-        """Hand ``p``'s preferred leadership to a follower if that helps the leader goal."""
+        """Hand ``p``'s preferred leadership to a follower if that helps the leadership goals
+        (bytes out, leader bytes in, leader count: lexicographically) and raises no protected
+        goal."""
         reps = self.reps[p]
         s = reps[0]
-        down = _down(int(self.leaders[s]), int(self.t.llo[s]), int(self.t.lhi[s]))
-        follower, up = self._best_follower(reps)
-        if follower is None or up + down >= 0:
+        follower, (d_out, d_lbi, d_lead) = self._best_follower(p, s)
+        if follower is None or not _first_nonzero_negative((d_out, d_lbi, d_lead)):
+            return False
+        if any(
+            d > 0 and g in self.protected
+            for g, d in ((G_OUT, d_out), (G_LBI, d_lbi), (G_LEADERS, d_lead))
+        ):
             return False
         j = reps.index(follower)
         reps[0], reps[j] = reps[j], reps[0]
         self.leaders[s] -= 1
         self.leaders[follower] += 1
+        self._move_leader_loads(s, follower, self._rate(p), len(reps))
         self._touch(s, follower)
-        self.net[3] += up + down
+        self.net[G_OUT] += d_out
+        self.net[G_LBI] += d_lbi
+        self.net[G_LEADERS] += d_lead
         self.steps += 1
         return True
 
@@ -303,6 +429,40 @@ class GreedyPlanner:
 
     def _deficit(self, counts: np.ndarray, lo: np.ndarray) -> bool:
         return bool((np.maximum(0, lo - counts)[self.u.receivable]).any())
+
+    def phase_resource(self, k: int) -> int:
+        """Resource ``k`` (index into RESOURCES): brokers above their band give, largest load
+        first; for the leadership resources a reorder (no data moved) is tried first."""
+        load, hi, lo = self.loads[k], self.t.rhi[k], self.t.rlo[k]
+        lists = self.inp.cand_resource.get(k, {})
+        mid = self.t.rmid[k]
+
+        def gives(s: int) -> bool:
+            if load[s] > hi[s]:
+                return True
+            deficit = bool((np.maximum(0, lo - load)[self.u.receivable]).any())
+            return bool(load[s] > mid and deficit)
+
+        sources = sorted(lists, key=lambda b: (-int(load[b] - hi[b]), -int(load[b]), b))
+        taken = 0
+        leadership = FIRST_RESOURCE + k in (G_OUT, G_LBI)
+        for s in sources:
+            for p in lists[s]:
+                if not gives(s):
+                    break
+                if s not in self.reps[p]:
+                    continue
+                if leadership:
+                    if self.reps[p][0] != s:
+                        continue
+                    if self.reorder(p):
+                        taken += 1
+                        continue
+                move = self.best_move(p, s)
+                if move is not None:
+                    self.apply(move)
+                    taken += 1
+        return taken
 
     def phase_replicas(self) -> int:
         c, tg = self.counts, self.t
@@ -360,6 +520,7 @@ class GreedyPlanner:
         phases = (
             self.phase_rack,
             self.phase_capacity,
+            *(partial(self.phase_resource, k) for k in range(len(RESOURCES))),
             self.phase_replicas,
             self.phase_leaders,
             self.phase_topics,

@@ -34,7 +34,7 @@ from services.pipeline.balance_spark import (
     with_changes,
 )
 from services.pipeline.candidates import ReplicaArrays
-from services.pipeline.goals import BalanceOptions, BrokerUniverse, compute_targets
+from services.pipeline.goals import RESOURCES, BalanceOptions, BrokerUniverse, compute_targets
 from services.pipeline.plan_core import PartitionChange, Plan, local_goal_values, summarize
 
 PROPOSAL_SCHEMA = "topic string, partition long, new array<int>"
@@ -132,7 +132,11 @@ def spark_kafka_plan(
 ) -> Plan:
     brokers = placement(registered, options)
     seed = options.seed if options.seed is not None else random.SystemRandom().getrandbits(63)
-    partitions = partitions.select("topic", "partition", "replicas", "size_bytes").persist()
+    if "bytes_in_per_s" not in partitions.columns:
+        partitions = partitions.withColumn("bytes_in_per_s", F.lit(None).cast("double"))
+    partitions = partitions.select(
+        "topic", "partition", "replicas", "size_bytes", "bytes_in_per_s"
+    ).persist()
     shapes = topic_shapes(partitions, options.topics).persist()
     max_rf = shapes.agg(F.max("rf")).first()[0]
     if max_rf is not None:
@@ -152,7 +156,11 @@ def spark_kafka_plan(
     balance = BalanceOptions(threshold=options.threshold)
     universe = BrokerUniverse.build(registered, counts["broker_id"].tolist(), balance)
     targets = compute_targets(
-        universe, int(counts["replicas"].sum()), int(counts["leaders"].sum()), balance
+        universe,
+        int(counts["replicas"].sum()),
+        int(counts["leaders"].sum()),
+        balance,
+        [int(counts[name].sum()) for name in RESOURCES],
     )
     before = spark_goal_values(spark, replicas, universe, targets)
     new = pd.DataFrame(

@@ -146,9 +146,10 @@ def local_goal_values(
     referenced = set(arrays.broker.tolist()) | {b for c in changes for b in c.new}
     universe = universe_for(brokers, referenced, options)
     n_lead = int((np.diff(arrays.offsets) > 0).sum())
-    targets = compute_targets(universe, len(arrays.broker), n_lead, options)
+    totals = arrays.loads(universe).sum(axis=1).tolist()
+    targets = compute_targets(universe, len(arrays.broker), n_lead, options, totals)
     matrix = apply_changes(arrays, arrays.matrix(universe), universe, changes)
-    return goal_values(universe, targets, matrix, arrays.topic_of)
+    return goal_values(universe, targets, matrix, arrays.topic_of, arrays.size, arrays.rate)
 
 
 def local_balance(
@@ -160,9 +161,9 @@ def local_balance(
     frames, targets = local_candidates(arrays, universe, options)
     changes, details = run_greedy(frames, universe, targets, options)
     matrix = arrays.matrix(universe)
-    before = goal_values(universe, targets, matrix, arrays.topic_of)
+    before = goal_values(universe, targets, matrix, arrays.topic_of, arrays.size, arrays.rate)
     after_matrix = apply_changes(arrays, matrix, universe, changes)
-    after = goal_values(universe, targets, after_matrix, arrays.topic_of)
+    after = goal_values(universe, targets, after_matrix, arrays.topic_of, arrays.size, arrays.rate)
     details = {"engine": "local", **details}
     return Plan(tuple(changes), summarize("balance", changes, before, after, details))
 
@@ -199,8 +200,9 @@ def options_dict(options: BalanceOptions) -> dict[str, object]:
     return data
 
 
-def table_from_rows(rows: Iterable[tuple[str, int, Sequence[int], int]]) -> pa.Table:
-    """A partitions table from (topic, partition, replicas, size_bytes) rows (tests, tools)."""
+def table_from_rows(rows: Iterable[tuple]) -> pa.Table:
+    """A partitions table from (topic, partition, replicas, size_bytes[, bytes_in_per_s]) rows
+    (tests, tools)."""
     rows = list(rows)
     return pa.table(
         {
@@ -208,5 +210,8 @@ def table_from_rows(rows: Iterable[tuple[str, int, Sequence[int], int]]) -> pa.T
             "partition": pa.array([r[1] for r in rows], pa.int32()),
             "replicas": pa.array([list(r[2]) for r in rows], pa.list_(pa.int32())),
             "size_bytes": pa.array([r[3] for r in rows], pa.int64()),
+            "bytes_in_per_s": pa.array(
+                [float(r[4]) if len(r) > 4 else 0.0 for r in rows], pa.float64()
+            ),
         }
     )

@@ -31,7 +31,7 @@ from services.pipeline.snapshot_rows import registered_racks
 
 Mode = Literal["kafka", "balance"]
 Engine = Literal["spark", "local"]
-PLAN_COLUMNS = ["topic", "partition", "replicas", "size_bytes"]
+PLAN_COLUMNS = ["topic", "partition", "replicas", "size_bytes", "bytes_in_per_s"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ def load_partitions_local(snapshot: Path) -> pa.Table:
         ]
         index = parts.column_names.index("replicas")
         parts = parts.set_column(index, "replicas", pa.array(fixed, pa.list_(pa.int32())))
+    if "bytes_in_per_s" not in parts.column_names:  # a snapshot taken without rates
+        parts = parts.append_column("bytes_in_per_s", pa.nulls(parts.num_rows, pa.float64()))
     return parts.select(PLAN_COLUMNS)
 
 
@@ -77,6 +79,8 @@ def load_partitions_spark(spark: SparkSession, snapshot: Path) -> DataFrame:
     parts = parts.join(deleting, "topic", "left_anti")
     removing = F.coalesce(F.col("removing_replicas"), F.array().cast("array<int>"))
     effective = F.filter("replicas", lambda b: ~F.array_contains(removing, b))
+    if "bytes_in_per_s" not in parts.columns:  # a snapshot taken without rates
+        parts = parts.withColumn("bytes_in_per_s", F.lit(None).cast("double"))
     return parts.withColumn("replicas", effective).select(*PLAN_COLUMNS)
 
 

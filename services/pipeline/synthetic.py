@@ -28,6 +28,7 @@ class SyntheticSpec:
     new_brokers: int = 0  # the last brokers start empty
     rack_violations: float = 0.0  # fraction of partitions with a second replica in one rack
     max_size_bytes: int = 1 << 30
+    max_bytes_in_per_s: int = 1 << 20  # produce rate per partition, uniform below this
     seed: int = 0
 
 
@@ -38,7 +39,8 @@ def _skewed(rng: np.random.Generator, n: int, size: int, skew: float) -> np.ndar
 
 
 def synthetic_cluster(spec: SyntheticSpec) -> tuple[pa.Table, dict[int, str | None]]:
-    """(partitions table: topic, partition, replicas, size_bytes; broker id -> rack)."""
+    """(partitions table: topic, partition, replicas, size_bytes, bytes_in_per_s; broker id ->
+    rack)."""
     rng = np.random.default_rng(spec.seed)
     ids = np.arange(1, spec.brokers + 1)
     racks = [f"rack-{(b - 1) % spec.racks}" if spec.racks else None for b in ids.tolist()]
@@ -73,6 +75,9 @@ def synthetic_cluster(spec: SyntheticSpec) -> tuple[pa.Table, dict[int, str | No
             "partition": pa.array(partition.astype(np.int32)),
             "replicas": pa.ListArray.from_arrays(pa.array(offsets), values),
             "size_bytes": pa.array(rng.integers(0, spec.max_size_bytes, size=p), pa.int64()),
+            "bytes_in_per_s": pa.array(
+                rng.integers(0, max(spec.max_bytes_in_per_s, 1), size=p).astype(np.float64)
+            ),
         }
     )
     return table, dict(zip(ids.tolist(), racks, strict=True))

@@ -26,8 +26,9 @@ def test_draining_moves_the_replica_to_the_only_free_broker_and_it_leads():
     # Broker 3 is the only one not holding t-0; it has no leadership, so it takes broker 1's.
     assert changes == {("t", 0): (3, 2)}
     assert (s.replica_moves, s.leader_moves, s.bytes_to_move) == (1, 1, 700)
-    assert [s.goals_before[g] for g in GOALS] == [0, 1, 2, 2, 1]
-    assert [s.goals_after[g] for g in GOALS] == [0, 0, 0, 0, 0]
+    # disk: 700 bytes on drained broker 1, broker 3 700 below the 750 it should hold
+    assert [s.goals_before[g] for g in GOALS] == [0, 1, 1_400, 0, 0, 0, 2, 2, 1]
+    assert [s.goals_after[g] for g in GOALS] == [0] * 9
 
 
 def test_rack_fix_needs_two_moves_and_leaves_counts_even():
@@ -38,7 +39,7 @@ def test_rack_fix_needs_two_moves_and_leaves_counts_even():
     changes, s = plan_of(rows, {1: "a", 2: "a", 3: "b", 4: "b"}, threshold=0)
     assert changes == {("t", 0): (1, 3), ("t", 1): (2, 4)}
     assert s.goals_before["rack_awareness"] == 2
-    assert [s.goals_after[g] for g in GOALS] == [0, 0, 0, 0, 0]
+    assert [s.goals_after[g] for g in GOALS] == [0] * 9
     assert (s.replica_moves, s.leader_moves) == (2, 1)
 
 
@@ -139,6 +140,9 @@ def test_medium_cluster_reaches_every_goal(seed):
                          new_brokers=3, rack_violations=0.05, seed=seed)  # fmt: skip
     table, brokers = synthetic_cluster(spec)
     plan = local_balance(table, brokers, BalanceOptions(drain=frozenset({1})))
-    assert plan.summary.goals_before["replica_distribution"] > 0
-    assert [plan.summary.goals_after[g] for g in GOALS[:4]] == [0, 0, 0, 0]
-    assert plan.summary.goals_after[GOALS[4]] <= plan.summary.goals_before[GOALS[4]]
+    before, after = plan.summary.goals_before, plan.summary.goals_after
+    assert before["replica_distribution"] > 0
+    # rack, capacity and bytes on disk are met; every other goal improves (the network goals
+    # compete with disk: sizes and rates are drawn independently)
+    assert [after[g] for g in GOALS[:3]] == [0, 0, 0]
+    assert all(after[g] < before[g] for g in GOALS[3:]), (before, after)
