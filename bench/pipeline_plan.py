@@ -3,8 +3,10 @@
 ``python -m bench.pipeline_plan`` (``--small`` / ``--quick``: 50 brokers x 20,000 partitions).
 A synthetic cluster (skewed placement, 10 racks, rf 3, a few rack violations, 20 new empty
 brokers, 2 brokers to drain) is written as a snapshot directory; then the plan job runs on it
-twice: the single-process engine (numpy over Arrow: the baseline) and the Spark engine
-(``local[*]`` unless ``--master``). Both read the Parquet snapshot and must produce the same
+three times: the single-process engine (numpy over Arrow: the baseline), the Spark engine on
+``local[*]`` (or ``--master``) and the Spark engine submitted to a Spark standalone cluster this
+benchmark starts on loopback (a master and ``--standalone-workers`` workers, separate JVMs from
+the pyspark distribution; 0 skips it). All read the Parquet snapshot and must produce the same
 plan; the table shows wall times (Spark's session start-up is reported apart) and the moves.
 """
 
@@ -46,6 +48,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--master", default=None, help="Spark master (default local[*])")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--skip-spark", action="store_true", help="baseline only")
+    p.add_argument("--standalone-workers", type=int, default=2, help="0: no standalone run")
+    p.add_argument("--worker-cores", type=int, default=1)
+    p.add_argument("--executor-memory", default="3g")
     return p.parse_args(list(argv) if argv is not None else [])
 
 
@@ -65,6 +70,24 @@ def _row(label: str, plan, wall: float, note: str = "") -> Row:
         "gib_to_move": s.bytes_to_move / 2**30,
     }
     return Row(label, values, note)
+
+
+def _spark_row(args: argparse.Namespace, config: PlanConfig, master: str | None):
+    from services.pipeline.session import SparkSettings, build_session
+
+    conf = {"spark.executor.memory": args.executor_memory}
+    t0 = time.perf_counter()
+    spark = build_session(SparkSettings(master=master, driver_memory=args.driver_memory, conf=conf))
+    spark.sparkContext.setLogLevel("ERROR")
+    started = time.perf_counter() - t0
+    try:
+        t0 = time.perf_counter()
+        plan = compute_plan(config, spark)
+        wall = time.perf_counter() - t0
+        label = f"spark {spark.sparkContext.master}"
+    finally:
+        spark.stop()
+    return plan, _row(label, plan, wall, f"+{started:.1f}s session start")
 
 
 def run(args: argparse.Namespace) -> list[Result]:
@@ -94,25 +117,34 @@ def run(args: argparse.Namespace) -> list[Result]:
         ]
         if not args.skip_spark:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            from services.pipeline.session import SparkSettings, build_session
+            masters: list[str | None] = [args.master]
+            standalone = None
+            if args.standalone_workers > 0:
+                from leasehold.testing.spark_standalone import StandaloneCluster, StandaloneSpec
 
-            t0 = time.perf_counter()
-            spark = build_session(
-                SparkSettings(master=args.master, driver_memory=args.driver_memory)
-            )
-            spark.sparkContext.setLogLevel("ERROR")
-            started = time.perf_counter() - t0
+                memory = f"{int(args.executor_memory.rstrip('g')) + 1}g"
+                standalone = StandaloneCluster(
+                    StandaloneSpec(args.standalone_workers, args.worker_cores, memory)
+                ).start()
+                os.environ.update(standalone.env())
+                masters.append(standalone.master_url)
             try:
-                t0 = time.perf_counter()
-                on_spark = compute_plan(config("spark"), spark)
-                wall = time.perf_counter() - t0
-                master = spark.sparkContext.master
+                for master in masters:
+                    plan, row = _spark_row(args, config("spark"), master)
+                    rows.append(row)
+                    same = plan.changes == local.changes
+                    notes.append(f"{row.label}: identical plan to numpy: {'yes' if same else 'NO'}")
+                notes.append(f"candidates: {plan.summary.details.get('candidates'):,}")
+                if standalone is not None:
+                    notes.append(
+                        f"standalone: {args.standalone_workers} workers x {args.worker_cores} "
+                        f"core(s), executors {args.executor_memory}, on loopback"
+                    )
             finally:
-                spark.stop()
-            same = on_spark.changes == local.changes
-            rows.append(_row(f"spark {master}", on_spark, wall, f"+{started:.1f}s session start"))
-            notes.append(f"identical plans from both engines: {'yes' if same else 'NO'}")
-            notes.append(f"candidates: {on_spark.summary.details.get('candidates'):,}")
+                if standalone is not None:
+                    standalone.stop()
+                    standalone.remove_workdir()
+        notes.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return [
         Result(
             "plan --mode balance",

@@ -47,7 +47,7 @@ def _read(path: str) -> bytes | None:
 
 def channel(target: str, tls: TlsConfig | None = None) -> grpc.aio.Channel:
     """An aio channel to ``target``; TLS when ``tls.ca`` is set, presenting ``tls.cert`` if any."""
-    interceptors = telemetry.client_interceptors()
+    interceptors = telemetry.client_interceptors(target)
     if tls is None or not tls.ca:
         return grpc.aio.insecure_channel(
             target, options=list(CHANNEL_OPTIONS), interceptors=interceptors

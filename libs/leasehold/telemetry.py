@@ -8,9 +8,12 @@ variables (``OTEL_SERVICE_NAME``, ``OTEL_TRACES_SAMPLER``, ``OTEL_TRACES_SAMPLER
 ``OTEL_BSP_SCHEDULE_DELAY``, ...). Each service calls :func:`setup_tracing` first thing and
 :func:`shutdown` last (it flushes the spans still batched).
 
-gRPC server and client calls are traced by OpenTelemetry's interceptors, except health checks and
-reflection (filtered) and etcd calls (the etcd channel never gets an interceptor). A client call
-made while a span is current carries that span's context in its ``traceparent`` metadata.
+gRPC server and client calls are traced by :mod:`leasehold.rpc_tracing`'s interceptors (span names
+``leasehold.admin.v1.AdminService/CreateTopics``, ``server.address``/``server.port`` on clients,
+``client.address`` on servers), except health checks and reflection, idle long-poll Fetches (no
+records: counted in metrics, not traced) and etcd calls (the etcd channel never gets an
+interceptor). A client call made while a span is current carries that span's context in its
+``traceparent`` metadata.
 
 One operator action is one trace: the admin service stores the W3C context of its call in the etcd
 intent or TopicAssignment it writes (:func:`inject`); the controller's ``controller.event`` span
@@ -134,30 +137,23 @@ def shutdown() -> None:
         provider.shutdown()
 
 
-def _traced_call_filter():
-    from opentelemetry.instrumentation.grpc import filters
-
-    return filters.negate(
-        filters.any_of(filters.health_check(), filters.service_prefix("grpc.reflection"))
-    )
-
-
 def server_interceptors() -> list:
-    """gRPC aio server interceptors for tracing (none when tracing is off)."""
+    """gRPC aio server interceptors for tracing (none when tracing is off): spans named and
+    described by the current conventions (:mod:`leasehold.rpc_tracing`)."""
     if not enabled():
         return []
-    from opentelemetry.instrumentation.grpc import aio_server_interceptor
+    from leasehold.rpc_tracing import ServerInterceptor
 
-    return [aio_server_interceptor(filter_=_traced_call_filter())]
+    return [ServerInterceptor()]
 
 
-def client_interceptors() -> list:
-    """gRPC aio client interceptors for tracing (none when tracing is off)."""
+def client_interceptors(target: str = "") -> list:
+    """gRPC aio client interceptors for calls to ``target`` (none when tracing is off)."""
     if not enabled():
         return []
-    from opentelemetry.instrumentation.grpc import aio_client_interceptors
+    from leasehold.rpc_tracing import ClientInterceptor
 
-    return list(aio_client_interceptors(filter_=_traced_call_filter()))
+    return [ClientInterceptor(target)]
 
 
 def tracer() -> trace.Tracer:

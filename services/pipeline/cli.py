@@ -87,12 +87,21 @@ def _settings(ctx: click.Context) -> SparkSettings:
     help="Ask partition leaders for log offsets and sizes.",
 )
 @click.option("--timeout", type=float, default=5.0, show_default=True, help="Seconds per call.")
-def snapshot(etcd, cluster_id, output, sizes, timeout) -> None:
+@click.option(
+    "--rate-window",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="Seconds between the two readings of log end offsets that give produce rates (0: none).",
+)
+def snapshot(etcd, cluster_id, output, sizes, timeout, rate_window) -> None:
     """Read the whole cluster at one etcd revision and write Parquet tables."""
     from services.pipeline.snapshot_job import SnapshotConfig, run_snapshot
 
     endpoints = tuple(e.strip() for e in etcd.split(",") if e.strip())
-    manifest = run_snapshot(SnapshotConfig(endpoints, cluster_id, output, sizes, timeout))
+    manifest = run_snapshot(
+        SnapshotConfig(endpoints, cluster_id, output, sizes, timeout, rate_window_s=rate_window)
+    )
     counts = manifest["counts"]
     click.echo(
         f"snapshot of {cluster_id} at revision {manifest['revision']}: "

@@ -38,6 +38,7 @@ from services.pipeline.snapshot_rows import (
     leaders_of,
     tables_from_kvs,
     with_log_sizes,
+    with_rates,
 )
 
 MANIFEST = "manifest.json"
@@ -53,6 +54,9 @@ class SnapshotConfig:
     measure_sizes: bool = True
     timeout: float = 5.0
     sample_bytes: int = 64 * 1024
+    # Log end offsets are read again this long after the sizes: their growth is the produce
+    # rate the balance plan's network goals use (0: no rates).
+    rate_window_s: float = 2.0
 
 
 async def read_cluster(client: EtcdClient, ks: Keyspace) -> tuple[list[KV], int]:
@@ -123,6 +127,41 @@ def _measure(
     return out
 
 
+def measure_rates(
+    tables: SnapshotTables,
+    sizes: dict[tuple[str, int], LogSize],
+    since: float,
+    timeout: float = 5.0,
+) -> dict[tuple[str, int], float]:
+    """Bytes in per second of each measured partition: its log end offset now, less the one in
+    ``sizes`` (read at monotonic time ``since``), per second, times its bytes per offset."""
+    brokers = tables.brokers.to_pydict()
+    address = {
+        b: f"{h}:{p}"
+        for b, h, p in zip(brokers["broker_id"], brokers["host"], brokers["port"], strict=True)
+    }
+    rates: dict[tuple[str, int], float] = {}
+    for leader, parts in sorted(leaders_of(tables).items()):
+        parts = [tp for tp in parts if tp in sizes]
+        if leader not in address or not parts:
+            continue
+        try:
+            with BrokerClient(address[leader], timeout) as client:
+                for chunk in _chunks(parts, CHUNK):
+                    latest = client.list_offsets(chunk, LATEST)
+                    elapsed = max(time.monotonic() - since, 1e-3)
+                    for tp in chunk:
+                        now, then = latest.get(tp), sizes[tp]
+                        if now is None or now.error_code != NONE:
+                            continue
+                        grown = max(0, now.offset - then.log_end_offset)
+                        per_offset = then.bytes_per_offset or 0.0
+                        rates[tp] = grown * per_offset / elapsed
+        except grpc.RpcError:
+            continue  # the sizes pass already named this broker's problem
+    return rates
+
+
 def write_snapshot(
     tables: SnapshotTables, output: Path, log_sizes: dict[str, object], taken_at_ms: int
 ) -> dict[str, object]:
@@ -164,10 +203,15 @@ def run_snapshot(config: SnapshotConfig) -> dict[str, object]:
     taken_at_ms = int(time.time() * 1000)
     tables = tables_from_kvs(ks, kvs, revision)
     if config.measure_sizes:
+        measured_at = time.monotonic()
         sizes, problems = measure_log_sizes(tables, config.timeout, config.sample_bytes)
         tables = with_log_sizes(tables, sizes)
+        if config.rate_window_s > 0:
+            time.sleep(max(0.0, measured_at + config.rate_window_s - time.monotonic()))
+            tables = with_rates(tables, measure_rates(tables, sizes, measured_at, config.timeout))
         log_sizes: dict[str, object] = {
-            "method": "ListOffsets earliest/latest; bytes estimated from a Fetch batch sample",
+            "method": "ListOffsets earliest/latest; bytes estimated from a Fetch batch sample; "
+            f"rates from the log end offsets {config.rate_window_s:g} s later",
             "measured": len(sizes),
             "unmeasured": tables.partitions.num_rows - len(sizes),
             "problems": problems,

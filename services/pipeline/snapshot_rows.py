@@ -63,6 +63,9 @@ PARTITIONS_SCHEMA = pa.schema(
         ("log_end_offset", pa.int64()),
         ("size_records", pa.int64()),
         ("size_bytes", pa.int64()),
+        # Produce rate: log end offsets read twice, ``rate_window_s`` apart, times the bytes per
+        # offset of the size sample (null when not measured).
+        ("bytes_in_per_s", pa.float64()),
     ]
 )
 REPLICAS_SCHEMA = pa.schema(
@@ -201,6 +204,7 @@ def tables_from_kvs(ks: Keyspace, kvs: Iterable[KV], revision: int) -> SnapshotT
                     "log_end_offset": None,
                     "size_records": None,
                     "size_bytes": None,
+                    "bytes_in_per_s": None,
                 }
             )
             for pos, b in enumerate(replicas):
@@ -254,6 +258,16 @@ def with_log_sizes(
             row["size_bytes"] = round(records * size.bytes_per_offset)
         elif records == 0:
             row["size_bytes"] = 0
+    return replace(tables, partitions=pa.Table.from_pylist(rows, PARTITIONS_SCHEMA))
+
+
+def with_rates(tables: SnapshotTables, rates: Mapping[tuple[str, int], float]) -> SnapshotTables:
+    """Fill ``bytes_in_per_s`` for the partitions whose rate was measured."""
+    rows = tables.partitions.to_pylist()
+    for row in rows:
+        rate = rates.get((row["topic"], row["partition"]))
+        if rate is not None:
+            row["bytes_in_per_s"] = rate
     return replace(tables, partitions=pa.Table.from_pylist(rows, PARTITIONS_SCHEMA))
 
 

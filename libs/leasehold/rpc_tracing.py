@@ -1,0 +1,209 @@
+"""gRPC client and server spans with OpenTelemetry's current semantic conventions.
+
+OpenTelemetry's gRPC instrumentation names spans ``/package.Service/Method`` and describes
+peers with the deprecated ``net.peer.*`` attributes (ports as strings). These interceptors
+(unary calls: every Leasehold RPC is one) write what the conventions say today:
+
+- span name ``leasehold.admin.v1.AdminService/CreateTopics`` (``$rpc.service/$rpc.method``);
+- ``rpc.system`` ``grpc``, ``rpc.service``, ``rpc.method``, ``rpc.grpc.status_code`` (an int);
+- clients: ``server.address`` and ``server.port`` (an int); servers: ``client.address`` and
+  ``client.port`` from the peer gRPC reports;
+- W3C trace context in the call metadata, both ways.
+
+Health checks and reflection are never traced. An idle long poll is not traced either: a
+``Fetch`` whose answer carries no records (a follower or consumer waiting for data, several
+times a second per broker pair) ends without a span unless ``LEASEHOLD_TRACE_EMPTY_FETCHES`` is
+true; the request metrics still count every one (``leasehold_broker_requests_total``). Such a
+Fetch's span is made when the answer is known, with the call's real start time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+_UNTRACED = ("/grpc.health.", "/grpc.reflection.")
+_FETCH = "/leasehold.broker.v1.BrokerService/Fetch"
+
+
+def trace_empty_fetches(environ: dict[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get("LEASEHOLD_TRACE_EMPTY_FETCHES", "").strip().lower() in ("1", "true", "yes")
+
+
+def split_method(full: str) -> tuple[str, str]:
+    """``/pkg.Service/Method`` -> (``pkg.Service``, ``Method``)."""
+    service, _, method = full.lstrip("/").partition("/")
+    return service, method
+
+
+def span_name(full: str) -> str:
+    service, method = split_method(full)
+    return f"{service}/{method}"
+
+
+def rpc_attributes(full: str) -> dict[str, Any]:
+    service, method = split_method(full)
+    return {"rpc.system": "grpc", "rpc.service": service, "rpc.method": method}
+
+
+def server_address(target: str) -> dict[str, Any]:
+    """``server.address`` / ``server.port`` of a channel target (``host:port``, ``[v6]:port``,
+    ``dns:///host:port``)."""
+    t = target.split("///", 1)[-1]
+    host, sep, port = t.rpartition(":")
+    if not sep or not port.isdigit():
+        return {"server.address": t}
+    return {"server.address": host.strip("[]"), "server.port": int(port)}
+
+
+def client_address(peer: str | None) -> dict[str, Any]:
+    """``client.address`` / ``client.port`` of gRPC's peer string (``ipv4:1.2.3.4:5``,
+    ``ipv6:[::1]:5``, ``unix:...``)."""
+    if not peer:
+        return {}
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return {"client.address": peer}
+    host, _, port = rest.rpartition(":")
+    out: dict[str, Any] = {"client.address": host.strip("[]")}
+    if port.isdigit():
+        out["client.port"] = int(port)
+    return out
+
+
+def fetch_is_empty(response: Any) -> bool:
+    """Whether a FetchResponse carries no records at all (an idle long poll's answer)."""
+    topics = getattr(response, "topics", None)
+    if topics is None:
+        return False
+    return not any(p.records or p.decoded_records for t in topics for p in t.partitions)
+
+
+def _tracer() -> trace.Tracer:
+    return trace.get_tracer("leasehold.rpc")
+
+
+def _finish(span: trace.Span, code: grpc.StatusCode) -> None:
+    span.set_attribute("rpc.grpc.status_code", code.value[0])
+    if code is not grpc.StatusCode.OK:
+        span.set_status(Status(StatusCode.ERROR, code.name))
+    span.end()
+
+
+class ClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, target: str, trace_empty: bool | None = None) -> None:
+        self.peer = server_address(target)
+        self.trace_empty = trace_empty_fetches() if trace_empty is None else trace_empty
+
+    async def intercept_unary_unary(self, continuation, client_call_details, request):
+        method = client_call_details.method
+        method = method.decode() if isinstance(method, bytes) else method
+        if method.startswith(_UNTRACED):
+            return await continuation(client_call_details, request)
+        attributes = {**rpc_attributes(method), **self.peer}
+        deferred = method == _FETCH and not self.trace_empty
+        start = time.time_ns()
+        span = None
+        if not deferred:
+            span = _tracer().start_span(span_name(method), kind=SpanKind.CLIENT,
+                                        attributes=attributes)  # fmt: skip
+            ctx = trace.set_span_in_context(span)
+        else:
+            ctx = otel_context.get_current()
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=ctx)
+        metadata = list(client_call_details.metadata or ()) + list(carrier.items())
+        details = client_call_details._replace(metadata=metadata)
+        call = await continuation(details, request)
+        try:
+            response = await call
+        except grpc.aio.AioRpcError as e:
+            if span is None:
+                span = _late_span(method, SpanKind.CLIENT, attributes, start, ctx)
+            _finish(span, e.code())
+            raise
+        except BaseException:
+            if span is not None:
+                span.end()
+            raise
+        if span is None:
+            if fetch_is_empty(response):
+                return call
+            span = _late_span(method, SpanKind.CLIENT, attributes, start, ctx)
+        _finish(span, grpc.StatusCode.OK)
+        return call
+
+
+def _late_span(
+    method: str, kind: SpanKind, attributes: dict, start_ns: int, parent: otel_context.Context
+) -> trace.Span:
+    return _tracer().start_span(span_name(method), context=parent, kind=kind,
+                                attributes=attributes, start_time=start_ns)  # fmt: skip
+
+
+class ServerInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self, trace_empty: bool | None = None) -> None:
+        self.trace_empty = trace_empty_fetches() if trace_empty is None else trace_empty
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        method = details.method
+        if handler is None or handler.unary_unary is None or method.startswith(_UNTRACED):
+            return handler
+        inner = handler.unary_unary
+        deferred = method == _FETCH and not self.trace_empty
+        base = rpc_attributes(method)
+
+        async def traced(request, context: grpc.aio.ServicerContext):
+            parent = propagate.extract(dict(context.invocation_metadata() or ()))
+            attributes = {**base, **client_address(context.peer())}
+            start = time.time_ns()
+            if deferred:
+                token = otel_context.attach(parent)
+                try:
+                    response = await inner(request, context)
+                except BaseException:
+                    span = _late_span(method, SpanKind.SERVER, attributes, start, parent)
+                    _finish(span, _code_of(context))
+                    raise
+                finally:
+                    otel_context.detach(token)
+                if not fetch_is_empty(response):
+                    span = _late_span(method, SpanKind.SERVER, attributes, start, parent)
+                    _finish(span, grpc.StatusCode.OK)
+                return response
+            span = _tracer().start_span(span_name(method), context=parent,
+                                        kind=SpanKind.SERVER, attributes=attributes)  # fmt: skip
+            with trace.use_span(span, end_on_exit=False):
+                try:
+                    response = await inner(request, context)
+                except BaseException:
+                    _finish(span, _code_of(context))
+                    raise
+            _finish(span, grpc.StatusCode.OK)
+            return response
+
+        return grpc.unary_unary_rpc_method_handler(
+            traced,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def _code_of(context: grpc.aio.ServicerContext) -> grpc.StatusCode:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
+        return code
+    return grpc.StatusCode.UNKNOWN
