@@ -12,20 +12,21 @@ peers with the deprecated ``net.peer.*`` attributes (ports as strings). These in
 
 Health checks and reflection are never traced. An idle long poll is not traced either: a
 ``Fetch`` whose answer carries no records (a follower or consumer waiting for data, several
-times a second per broker pair) ends without a span unless ``LEASEHOLD_TRACE_EMPTY_FETCHES`` is
-true; the request metrics still count every one (``leasehold_broker_requests_total``). Such a
-Fetch's span is made when the answer is known, with the call's real start time.
+times a second per broker pair) leaves no span unless ``LEASEHOLD_TRACE_EMPTY_FETCHES`` is
+true; the request metrics still count every one (``leasehold_broker_requests_total``). A
+Fetch's spans are started as any call's (so the server's is the client's child) and, when the
+answer has no records, never ended, which is what keeps them from being exported; a Fetch that
+moved a high watermark is kept (:func:`keep_current_call`).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
 
 import grpc
-from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -108,45 +109,40 @@ class ClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
         method = method.decode() if isinstance(method, bytes) else method
         if method.startswith(_UNTRACED):
             return await continuation(client_call_details, request)
-        attributes = {**rpc_attributes(method), **self.peer}
-        deferred = method == _FETCH and not self.trace_empty
-        start = time.time_ns()
-        span = None
-        if not deferred:
-            span = _tracer().start_span(span_name(method), kind=SpanKind.CLIENT,
-                                        attributes=attributes)  # fmt: skip
-            ctx = trace.set_span_in_context(span)
-        else:
-            ctx = otel_context.get_current()
+        droppable = method == _FETCH and not self.trace_empty
+        span = _tracer().start_span(
+            span_name(method), kind=SpanKind.CLIENT, attributes={**rpc_attributes(method),
+                                                                 **self.peer})  # fmt: skip
         carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=ctx)
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
         metadata = list(client_call_details.metadata or ()) + list(carrier.items())
-        details = client_call_details._replace(metadata=metadata)
-        call = await continuation(details, request)
+        call = await continuation(client_call_details._replace(metadata=metadata), request)
         try:
             response = await call
         except grpc.aio.AioRpcError as e:
-            if span is None:
-                span = _late_span(method, SpanKind.CLIENT, attributes, start, ctx)
             _finish(span, e.code())
             raise
         except BaseException:
-            if span is not None:
-                span.end()
+            span.end()
             raise
-        if span is None:
-            if fetch_is_empty(response):
-                return call
-            span = _late_span(method, SpanKind.CLIENT, attributes, start, ctx)
-        _finish(span, grpc.StatusCode.OK)
+        # An idle long poll's span is never ended, so never exported.
+        if not (droppable and fetch_is_empty(response)):
+            _finish(span, grpc.StatusCode.OK)
         return call
 
 
-def _late_span(
-    method: str, kind: SpanKind, attributes: dict, start_ns: int, parent: otel_context.Context
-) -> trace.Span:
-    return _tracer().start_span(span_name(method), context=parent, kind=kind,
-                                attributes=attributes, start_time=start_ns)  # fmt: skip
+_KEEP: ContextVar[bool] = ContextVar("leasehold_rpc_keep", default=False)
+
+
+def keep_current_call() -> trace.SpanContext | None:
+    """Export the current RPC's span even if it would be dropped as an idle long poll (a Fetch
+    that moved a high watermark: the replication an acks=all produce waited for), and return
+    its span context for a link (None when nothing is traced)."""
+    sc = trace.get_current_span().get_span_context()
+    if not sc.is_valid:
+        return None
+    _KEEP.set(True)
+    return sc
 
 
 class ServerInterceptor(grpc.aio.ServerInterceptor):
@@ -163,37 +159,28 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or handler.unary_unary is None or method.startswith(_UNTRACED):
             return handler
         inner = handler.unary_unary
-        deferred = method == _FETCH and not self.trace_empty
+        droppable = method == _FETCH and not self.trace_empty
         base = rpc_attributes(method)
 
         async def traced(request, context: grpc.aio.ServicerContext):
             parent = propagate.extract(dict(context.invocation_metadata() or ()))
             attributes = {**base, **client_address(context.peer())}
-            start = time.time_ns()
-            if deferred:
-                token = otel_context.attach(parent)
-                try:
-                    response = await inner(request, context)
-                except BaseException:
-                    span = _late_span(method, SpanKind.SERVER, attributes, start, parent)
-                    _finish(span, _code_of(context))
-                    raise
-                finally:
-                    otel_context.detach(token)
-                if not fetch_is_empty(response):
-                    span = _late_span(method, SpanKind.SERVER, attributes, start, parent)
-                    _finish(span, grpc.StatusCode.OK)
-                return response
             span = _tracer().start_span(span_name(method), context=parent,
                                         kind=SpanKind.SERVER, attributes=attributes)  # fmt: skip
-            with trace.use_span(span, end_on_exit=False):
-                try:
-                    response = await inner(request, context)
-                except BaseException:
-                    _finish(span, _code_of(context))
-                    raise
-            _finish(span, grpc.StatusCode.OK)
-            return response
+            keep = _KEEP.set(False)
+            try:
+                with trace.use_span(span, end_on_exit=False):
+                    try:
+                        response = await inner(request, context)
+                    except BaseException:
+                        _finish(span, _code_of(context))
+                        raise
+                # An idle long poll's span is never ended, so never exported.
+                if not (droppable and fetch_is_empty(response) and not _KEEP.get()):
+                    _finish(span, grpc.StatusCode.OK)
+                return response
+            finally:
+                _KEEP.reset(keep)
 
         return grpc.unary_unary_rpc_method_handler(
             traced,

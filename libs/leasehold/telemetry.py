@@ -78,6 +78,8 @@ Span attributes Leasehold adds, all under ``leasehold.``:
 ``leasehold.truncate_offset``       offset a follower log was truncated to
 ``leasehold.operation``             admin operation validated (CreateTopics, ...)
 ``leasehold.error``                 the ErrorCode name when a decision failed
+``leasehold.acks``                  a Produce request's acks (0, 1, -1 = all); an acks=all Produce
+                                    links the follower Fetch that moved the high watermark
 ==================================  ==============================================================
 """
 

@@ -19,6 +19,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from opentelemetry.trace import SpanContext
+
+from leasehold import rpc_tracing
 from services.broker_agent.control import leader_epoch_check
 from services.broker_agent.log import Log, LogAppendInfo, LogConfig, LogManager, Record
 from services.broker_agent.model import NO_LEADER, Code, LeaderAndIsrPartition, TopicPartition
@@ -92,6 +95,7 @@ class Partition:
         self.log: Log | None = None
         self.awaiting_sync = False  # a role change's files are not durable yet: no appends
         self.signal = ChangeSignal()
+        self.hw_moved_by: SpanContext | None = None  # the last follower fetch that moved it
         # Whether a broker may join the ISR (alive and not shutting down, KIP-841).
         self.isr_eligible: Callable[[int], bool] = lambda _broker_id: True
         # This broker's current epoch, sent with its own ISR entry (KIP-903).
@@ -279,6 +283,9 @@ class Partition:
             broker_epoch=broker_epoch,
         )
         if self.maybe_increment_high_watermark():
+            # The follower fetch that moved the high watermark: acks=all produces it satisfies
+            # link to its span (and it is exported even if its answer is empty).
+            self.hw_moved_by = rpc_tracing.keep_current_call()
             self.signal.notify()
 
     def note_session_fetch(self, replica_id: int, fetch: SessionFetch) -> None:

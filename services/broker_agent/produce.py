@@ -16,6 +16,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from opentelemetry import trace
+
+from leasehold import telemetry
 from services.broker_agent.log import (
     CorruptRecordError,
     InvalidRecordError,
@@ -148,8 +151,14 @@ class ProduceHandler:
                 break
             await wait_any(futures, remaining)
         results = []
+        span = trace.get_current_span()
         for i, w in enumerate(waiting):
             code = outcomes[i]
+            moved_by = w.partition.hw_moved_by
+            if code == Code.NONE and moved_by is not None and span.is_recording():
+                # the replication that satisfied acks=all: the follower fetch that moved the HW
+                tp = w.entry.tp
+                span.add_link(moved_by, telemetry.attrs(topic=tp.topic, partition=tp.partition))
             if code == Code.NONE:
                 code = await self._flush(w.partition)
             if code == Code.NONE:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from leasehold import metadata_digest
+from opentelemetry import trace
+
+from leasehold import metadata_digest, telemetry
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
@@ -158,6 +160,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             for p in t.partitions
         ]
         await self._replicas.wait_for_role_changes(e.tp for e in entries)
+        _describe_produce(request.acks, entries)
         results = await self._produce.produce(request.acks, request.timeout_ms, entries)
         by_topic: dict[str, broker_pb2.TopicProduceResponse] = {}
         leaders: set[int] = set()
@@ -361,3 +364,20 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
                 result = await apply(domain)
             self._heap.settle_after(len(domain.partitions))
             return await answer(result)
+
+
+def _describe_produce(acks: int, entries: Sequence[ProduceEntry]) -> None:
+    """Topic, partition and acks on the Produce server span (when traced)."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    topics = sorted({e.tp.topic for e in entries})
+    parts = {e.tp.partition for e in entries}
+    span.set_attributes(
+        telemetry.attrs(
+            topic=",".join(topics),
+            partition=next(iter(parts)) if len(parts) == 1 else None,
+            partition_count=len(entries),
+            acks=acks,
+        )
+    )

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import click
 
+from leasehold import telemetry
 from leasehold.cli.context import CliContext, CliFailure, ExitCode, exit_code_for
 from leasehold.client.admin import DEFAULT_ADMIN
 from leasehold.config import TlsConfig
@@ -31,9 +32,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 class LeaseholdGroup(click.Group):
-    """Turns domain errors and failures into a message on stderr and the right exit code."""
+    """Turns domain errors and failures into a message on stderr and the right exit code, and
+    runs the command in one ``leasehold <command>`` span: every call it makes (metadata,
+    produce, admin) joins that one trace."""
 
     def invoke(self, ctx: click.Context):
+        with telemetry.span(command_name(self, [*getattr(ctx, "_protected_args", []), *ctx.args])):
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except LeaseholdError as e:
@@ -43,6 +50,18 @@ class LeaseholdGroup(click.Group):
             if e.message:
                 click.echo(f"Error: {e.message}", err=True)
             ctx.exit(int(e.code))
+
+
+def command_name(group: click.Group, words: Sequence[str]) -> str:
+    """``leasehold topics create``: the command path the words name (arguments left out)."""
+    names, cmd = ["leasehold"], group
+    for word in words:
+        sub = cmd.commands.get(word) if isinstance(cmd, click.Group) else None
+        if sub is None:
+            break
+        names.append(word)
+        cmd = sub
+    return " ".join(names)
 
 
 def register_commands(group: click.Group, modules: Iterable[str] = COMMAND_MODULES) -> None:
@@ -82,11 +101,14 @@ def build_cli(extra_modules: Sequence[str] = ()) -> click.Group:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Console-script entry point; returns the exit code."""
+    """Console-script entry point; returns the exit code. Traces go where ``OTEL_*`` says."""
+    telemetry.setup_tracing("leasehold-cli")
     try:
         build_cli().main(args=list(argv) if argv is not None else None, prog_name="leasehold")
     except SystemExit as e:
         return int(e.code or 0)
+    finally:
+        telemetry.shutdown()
     return int(ExitCode.OK)
 
 

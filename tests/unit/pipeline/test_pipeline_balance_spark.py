@@ -19,7 +19,8 @@ pytestmark = pytest.mark.spark
 
 def frame(spark, table):
     return spark.createDataFrame(
-        table.to_pandas(), "topic string, partition int, replicas array<int>, size_bytes long"
+        table.to_pandas(),
+        "topic string, partition int, replicas array<int>, size_bytes long, bytes_in_per_s double",
     )
 
 
