@@ -25,7 +25,8 @@ Spans Leasehold adds (besides the gRPC ones):
 
 =================================  ==============================================================
 ``admin.validate``                 admin: a request checked before anything is written
-``controller.campaign``            controller: campaigning for the election, until won or ended
+``controller.elected``             controller: the campaign was won (a short span: the root of the
+                                   failover's one trace: epoch bump, failover, UpdateMetadata)
 ``controller.epoch_bump``          controller: the fenced controller-epoch increment after winning
 ``controller.failover``            controller: becoming active (metadata push, state machines)
 ``controller.event``               controller: one event of the event loop, handled (not the

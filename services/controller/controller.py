@@ -39,6 +39,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from leasehold import telemetry
 from leasehold.etcd.client import EtcdError
@@ -127,6 +128,8 @@ class Controller:
         self.epoch_revision = 0
         self.synced_revision = 0
         self.pending_failover: tuple[int, float] | None = None  # (epoch revision, start time)
+        # The trace of the failover under way (from the ``controller.elected`` span).
+        self.failover_context: Any = None
         self.election_generation = 0
         self.on_deposed: Callable[[], None] = lambda: None
         # (partitions elected, of which unclean, milliseconds) per leader-electing batch.
@@ -184,6 +187,10 @@ class Controller:
             return contextlib.nullcontext()
         carriers = self._intent_carriers(event) if self.active else []
         parent, links = telemetry.parent_and_links(carriers)
+        if isinstance(event, ev.Elected):
+            parent = event.trace_context  # the failover is one trace from the win on
+        elif isinstance(event, ev.Synced) and self.failover_context is not None:
+            parent = self.failover_context  # the watch caught up: the failover runs now
         return telemetry.span(
             "controller.event",
             parent=parent,
@@ -385,6 +392,7 @@ class Controller:
         was = self.active or self.pending_failover is not None
         self.active = False
         self.pending_failover = None
+        self.failover_context = None
         self.generation += 1
         self.office.reset()
         self.store.clear_fence()

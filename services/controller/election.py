@@ -105,10 +105,11 @@ class ElectionRunner:
             await self._pause(0.2)
 
     async def _campaign(self, election: Election) -> bool:
-        """Campaign until won, lost or stopped; one ``controller.campaign`` span for it all."""
-        with telemetry.span("controller.campaign", controller_id=self.controller.id) as span:
-            outcome = await self._campaign_once(election)
-            span.set_attributes(telemetry.attrs(outcome=outcome, terms=self.terms))
+        """Campaign until won, lost or stopped. Waiting is not a span (a standby waits for
+        hours); a won campaign starts the failover's trace (``_lead``)."""
+        outcome = await self._campaign_once(election)
+        if outcome != "won":
+            log.info("campaign ended: %s", outcome)
         return outcome == "won"
 
     async def _campaign_once(self, election: Election) -> str:
@@ -135,15 +136,23 @@ class ElectionRunner:
         self.controller.election_generation += 1
         self._deposed.clear()
         generation = self.controller.election_generation
-        self.events.put(
-            Elected(
+        # One trace for the whole failover: this short span is its root, and the Elected
+        # event's handling (epoch bump, failover, UpdateMetadata to each broker) its children.
+        with telemetry.span(
+            "controller.elected",
+            controller_id=self.controller.id,
+            outcome="won",
+            terms=self.terms,
+        ):
+            won = Elected(
                 election.key,
                 election.revision,
                 generation,
                 won_ms=int(time.time() * 1000),
                 predecessor_ttl_ms=self._predecessor_ttl_ms(election),
+                trace_context=telemetry.current_context(),
             )
-        )
+        self.events.put(won)
         reason = await self._hold_office(session, election, generation)
         self.controller.election_generation += 1  # an Elected still queued is now stale
         finished = asyncio.get_running_loop().create_future()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from leasehold.controller.v1 import controller_pb2
 from leasehold.metadata.v1 import metadata_pb2
@@ -171,6 +171,8 @@ class Elected(ControllerEvent):
     # had to vanish first (0: nobody held the office, so no fault preceded the win).
     won_ms: int = field(default=0, compare=False)
     predecessor_ttl_ms: int = field(default=0, compare=False)
+    # The ``controller.elected`` span's context: the failover's trace continues from it.
+    trace_context: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from leasehold.testing.wait import until
 pytestmark = pytest.mark.e2e
 
 ADMIN, CONTROLLER, BROKER = "leasehold-admin", "leasehold-controller", "leasehold-broker-agent"
-CREATE_TOPICS = "/leasehold.admin.v1.AdminService/CreateTopics"
-LEADER_AND_ISR = "/leasehold.broker.v1.BrokerControlService/LeaderAndIsr"
+CREATE_TOPICS = "leasehold.admin.v1.AdminService/CreateTopics"
+LEADER_AND_ISR = "leasehold.broker.v1.BrokerControlService/LeaderAndIsr"
 CONTROLLER_SERVICE = "leasehold.controller.v1.ControllerService"
 
 
@@ -142,5 +142,5 @@ async def test_create_topics_is_one_trace_across_admin_controller_and_brokers(tr
 
     # Filtered: no health checks and no etcd calls, in any trace.
     everything = receiver.spans()
-    assert not [s.name for s in everything if s.name.startswith("/grpc.health.")]
-    assert not [s.name for s in everything if s.name.startswith("/etcdserverpb.")]
+    assert not [s.name for s in everything if s.name.lstrip("/").startswith("grpc.health.")]
+    assert not [s.name for s in everything if s.name.lstrip("/").startswith("etcdserverpb.")]

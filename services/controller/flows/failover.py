@@ -92,12 +92,17 @@ class Failover:
         )
         log.info("elected controller with epoch %d (revision %d)", epoch, revision)
         c.pending_failover = (revision, started)
+        c.failover_context = telemetry.current_context()
         if c.synced_revision >= revision:
             await self.failover()
 
     async def failover(self) -> None:
+        parent, self.c.failover_context = self.c.failover_context, None
         with telemetry.span(
-            "controller.failover", controller_id=self.c.id, controller_epoch=self.c.epoch
+            "controller.failover",
+            parent=parent,
+            controller_id=self.c.id,
+            controller_epoch=self.c.epoch,
         ) as span:
             await self._failover()
             span.set_attributes(telemetry.attrs(partition_count=len(self.c.ctx.all_partitions())))
