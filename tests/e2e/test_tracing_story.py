@@ -77,8 +77,11 @@ async def test_produce_is_one_trace_and_idle_long_polls_leave_none(traced):
     root, trace, served = await until(produced, timeout=20, what="the produce trace")
     assert root.parent_span_id == ""
     assert {s.service for s in trace} >= {CLI, BROKER}
-    # every RPC the command made is in this one trace
-    assert not [s for s in receiver.spans() if s.service == CLI and s.trace_id != root.trace_id]
+    # every RPC a command made is in its command's trace (one per command, no orphans)
+    spans = receiver.spans()
+    commands = {s.trace_id: s.name for s in spans if s.service == CLI and not s.parent_span_id}
+    assert set(commands.values()) == {"leasehold topics create", "leasehold produce"}
+    assert not [s for s in spans if s.service == CLI and s.trace_id not in commands]
     a = served.attributes
     assert (a["leasehold.topic"], a["leasehold.partition"], a["leasehold.acks"]) == ("story", 0, -1)
     assert isinstance(a["client.port"], int) and a["client.address"] == "127.0.0.1"
