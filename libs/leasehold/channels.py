@@ -45,14 +45,17 @@ def _read(path: str) -> bytes | None:
         return f.read()
 
 
-def channel(target: str, tls: TlsConfig | None = None) -> grpc.aio.Channel:
-    """An aio channel to ``target``; TLS when ``tls.ca`` is set, presenting ``tls.cert`` if any."""
+def channel(target: str, tls: TlsConfig | None = None, server_name: str = "") -> grpc.aio.Channel:
+    """An aio channel to ``target``; TLS when ``tls.ca`` is set, presenting ``tls.cert`` if any,
+    and checking the server's certificate against ``server_name`` when given (a pod dialled by
+    its IP whose certificate names its Service)."""
     interceptors = telemetry.client_interceptors(target)
     if tls is None or not tls.ca:
         return grpc.aio.insecure_channel(
             target, options=list(CHANNEL_OPTIONS), interceptors=interceptors
         )
     creds = grpc.ssl_channel_credentials(_read(tls.ca), _read(tls.key), _read(tls.cert))
-    return grpc.aio.secure_channel(
-        target, creds, options=list(CHANNEL_OPTIONS), interceptors=interceptors
-    )
+    options = list(CHANNEL_OPTIONS)
+    if server_name:
+        options.append(("grpc.ssl_target_name_override", server_name))
+    return grpc.aio.secure_channel(target, creds, options=options, interceptors=interceptors)

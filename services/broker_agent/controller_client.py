@@ -1,9 +1,12 @@
 """Calls from the broker to the active controller (AlterPartition, ControlledShutdown).
 
-The controller's endpoint is known two ways (contract 8): the last UpdateMetadata named it, and
-etcd's election prefix names the current winner. The cached one is tried first (it costs no etcd
-read); when it answers NOT_CONTROLLER or cannot be reached, the election is consulted and the
-call retried with backoff until the caller's deadline.
+The controller's endpoint is known two ways (contract 8): etcd's election prefix names the
+current winner with its own address (and the name its TLS certificate carries), and the last
+UpdateMetadata named it. The election's is tried first, the cached one after. A target that
+answers NOT_CONTROLLER or cannot be reached has its channel closed and dialled afresh on the
+next try, after the election is read again: an address shared by several controllers (a
+Kubernetes ClusterIP Service) must not keep an HTTP/2 connection pinned to a controller that
+lost office. Calls retry with backoff until the caller's deadline.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ class ControllerClient:
         # One channel per controller endpoint seen; there are only ever a handful.
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._discovered: str | None = None
+        self._server_names: dict[str, str] = {}  # target -> name its certificate carries
+        self.redials = 0  # channels dropped after NOT_CONTROLLER or a failure
 
     async def _election_endpoint(self) -> str | None:
         try:
@@ -59,26 +64,36 @@ class ControllerClient:
             return None
         reg = metadata_pb2.ControllerRegistration()
         reg.ParseFromString(kv.value)
-        return f"{reg.host}:{reg.port}"
+        target = f"{reg.host}:{reg.port}"
+        if reg.tls_server_name:
+            self._server_names[target] = reg.tls_server_name
+        return target
 
     async def _candidates(self, rediscover: bool) -> list[str]:
         targets: list[str] = []
         cached = self._cached_endpoint()
         if rediscover or self._discovered is None:
             self._discovered = await self._election_endpoint()
-        if cached is not None and not rediscover:
-            targets.append(f"{cached[0]}:{cached[1]}")
         if self._discovered is not None:
             targets.append(self._discovered)
-        if cached is not None and rediscover:
+        if cached is not None:
             targets.append(f"{cached[0]}:{cached[1]}")
         return list(dict.fromkeys(targets))
 
     def _stub_for(self, target: str) -> controller_pb2_grpc.ControllerServiceStub:
         ch = self._channels.get(target)
         if ch is None:
-            ch = self._channels[target] = channel(target, self._tls)
+            name = self._server_names.get(target, "")
+            ch = self._channels[target] = channel(target, self._tls, server_name=name)
         return controller_pb2_grpc.ControllerServiceStub(ch)
+
+    async def _redial(self, target: str) -> None:
+        """Close ``target``'s channel: the next call makes a new connection (which a shared
+        address may route to another controller)."""
+        ch = self._channels.pop(target, None)
+        if ch is not None:
+            self.redials += 1
+            await ch.close()
 
     async def call(self, method: str, request: Any, deadline: float) -> Any:
         """Call ``method`` on the active controller, retrying until ``deadline`` (monotonic)."""
@@ -93,8 +108,10 @@ class ControllerClient:
                     response = await getattr(stub, method)(request, timeout=min(remaining, 10.0))
                 except grpc.aio.AioRpcError as exc:
                     log.info("controller %s failed %s: %s", target, method, exc.code().name)
+                    await self._redial(target)
                     continue
                 if response.error_code == Code.NOT_CONTROLLER:
+                    await self._redial(target)
                     continue
                 return response
             if time.monotonic() + self._backoff >= deadline:

@@ -119,6 +119,7 @@ class ControllerApp:
             port=port,
             incarnation_id=uuid.uuid4().hex,
             session_ttl_ms=self.config.session_ttl * 1000,
+            tls_server_name=self.config.advertised_tls_name,
         ).SerializeToString()
         self.election = ElectionRunner(
             self.client,

@@ -51,6 +51,8 @@ class ControllerConfig:
     # The active controller's ``heartbeat`` state-change record, every this many seconds (0: none):
     # the evidence of when it stopped, should it die without resigning.
     heartbeat_interval_s: float = 5.0
+    # The name the TLS certificate carries when the advertised host is not it (a pod's IP).
+    advertised_tls_name: str = ""
     # Where controller_id came from: "flag" or "hostname <name>" (logged at start).
     controller_id_source: str = "flag"
 
@@ -125,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between the active controller's heartbeat records in the state-change "
         "log; 0 disables them",
     )
+    a(
+        "--advertised-tls-name",
+        default=env("ADVERTISED_TLS_NAME", ""),
+        help="name the TLS certificate carries, when clients dial the advertised host by IP",
+    )
     a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
     a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))
     return parser
@@ -156,5 +163,6 @@ def parse_args(
         request_timeout_s=ns.request_timeout,
         deletion_retry_s=ns.deletion_retry,
         heartbeat_interval_s=ns.heartbeat_interval,
+        advertised_tls_name=ns.advertised_tls_name,
         controller_id_source=source,
     )

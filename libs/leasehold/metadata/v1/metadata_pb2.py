@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from leasehold.common.v1 import common_pb2 as leasehold_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$leasehold/metadata/v1/metadata.proto\x12\x15leasehold.metadata.v1\x1a leasehold/common/v1/common.proto\"\x81\x01\n\x0cTraceContext\x12\x41\n\x07\x63\x61rrier\x18\x01 \x03(\x0b\x32\x30.leasehold.metadata.v1.TraceContext.CarrierEntry\x1a.\n\x0c\x43\x61rrierEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9b\x01\n\x12\x42rokerRegistration\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0c\n\x04rack\x18\x04 \x01(\t\x12\x16\n\x0eincarnation_id\x18\x05 \x01(\t\x12\x18\n\x10registered_at_ms\x18\x06 \x01(\x03\x12\x16\n\x0esession_ttl_ms\x18\x07 \x01(\x03\"{\n\x16\x43ontrollerRegistration\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x04 \x01(\t\x12\x16\n\x0esession_ttl_ms\x18\x05 \x01(\x03\"7\n\x0f\x43ontrollerEpoch\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x15\n\rcontroller_id\x18\x02 \x01(\x05\"\x1f\n\x0bReplicaList\x12\x10\n\x08replicas\x18\x01 \x03(\x05\"\x99\x02\n\x0fTopicAssignment\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12J\n\npartitions\x18\x02 \x03(\x0b\x32\x36.leasehold.metadata.v1.TopicAssignment.PartitionsEntry\x12\x15\n\rcreated_at_ms\x18\x03 \x01(\x03\x12:\n\rtrace_context\x18\x04 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\x1aU\n\x0fPartitionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".leasehold.metadata.v1.ReplicaList:\x02\x38\x01\"\xf4\x01\n\x0ePartitionState\x12\x0e\n\x06leader\x18\x01 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x05\x12\x0b\n\x03isr\x18\x03 \x03(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x04 \x01(\x05\x12\x17\n\x0f\x61\x64\x64ing_replicas\x18\x05 \x03(\x05\x12\x19\n\x11removing_replicas\x18\x06 \x03(\x05\x12G\n\x15leader_recovery_state\x18\x07 \x01(\x0e\x32(.leasehold.common.v1.LeaderRecoveryState\x12\x18\n\x10offline_replicas\x18\x08 \x03(\x05\"\x8a\x01\n\rTopicDeletion\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x17\n\x0frequested_at_ms\x18\x03 \x01(\x03\x12:\n\rtrace_context\x18\x04 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\"\xa6\x01\n\x12ReassignmentIntent\x12\x17\n\x0ftarget_replicas\x18\x01 \x03(\x05\x12\x0e\n\x06\x63\x61ncel\x18\x02 \x01(\x08\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x17\n\x0frequested_at_ms\x18\x04 \x01(\x03\x12:\n\rtrace_context\x18\x05 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\"\xec\x01\n\x0e\x45lectionIntent\x12\x38\n\relection_type\x18\x01 \x01(\x0e\x32!.leasehold.common.v1.ElectionType\x12\x37\n\npartitions\x18\x02 \x03(\x0b\x32#.leasehold.common.v1.TopicPartition\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x17\n\x0frequested_at_ms\x18\x04 \x01(\x03\x12:\n\rtrace_context\x18\x05 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\"\xc4\x01\n\x0b\x41\x64minResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x38\n\toperation\x18\x02 \x01(\x0e\x32%.leasehold.metadata.v1.AdminOperation\x12\x34\n\x07results\x18\x03 \x03(\x0b\x32#.leasehold.common.v1.PartitionError\x12\x17\n\x0f\x63ompleted_at_ms\x18\x04 \x01(\x03\x12\x18\n\x10\x63ontroller_epoch\x18\x05 \x01(\x05\"\x83\x01\n\rConfigEntries\x12\x42\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x31.leasehold.metadata.v1.ConfigEntries.EntriesEntry\x1a.\n\x0c\x45ntriesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xb5\x01\n\x0e\x41\x64minOperation\x12\x1f\n\x1b\x41\x44MIN_OPERATION_UNSPECIFIED\x10\x00\x12 \n\x1c\x41\x44MIN_OPERATION_DELETE_TOPIC\x10\x01\x12 \n\x1c\x41\x44MIN_OPERATION_REASSIGNMENT\x10\x02\x12\x1c\n\x18\x41\x44MIN_OPERATION_ELECTION\x10\x03\x12 \n\x1c\x41\x44MIN_OPERATION_CREATE_TOPIC\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$leasehold/metadata/v1/metadata.proto\x12\x15leasehold.metadata.v1\x1a leasehold/common/v1/common.proto\"\x81\x01\n\x0cTraceContext\x12\x41\n\x07\x63\x61rrier\x18\x01 \x03(\x0b\x32\x30.leasehold.metadata.v1.TraceContext.CarrierEntry\x1a.\n\x0c\x43\x61rrierEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x9b\x01\n\x12\x42rokerRegistration\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x0c\n\x04rack\x18\x04 \x01(\t\x12\x16\n\x0eincarnation_id\x18\x05 \x01(\t\x12\x18\n\x10registered_at_ms\x18\x06 \x01(\x03\x12\x16\n\x0esession_ttl_ms\x18\x07 \x01(\x03\"\x94\x01\n\x16\x43ontrollerRegistration\x12\x15\n\rcontroller_id\x18\x01 \x01(\x05\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x04 \x01(\t\x12\x16\n\x0esession_ttl_ms\x18\x05 \x01(\x03\x12\x17\n\x0ftls_server_name\x18\x06 \x01(\t\"7\n\x0f\x43ontrollerEpoch\x12\r\n\x05\x65poch\x18\x01 \x01(\x05\x12\x15\n\rcontroller_id\x18\x02 \x01(\x05\"\x1f\n\x0bReplicaList\x12\x10\n\x08replicas\x18\x01 \x03(\x05\"\x99\x02\n\x0fTopicAssignment\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12J\n\npartitions\x18\x02 \x03(\x0b\x32\x36.leasehold.metadata.v1.TopicAssignment.PartitionsEntry\x12\x15\n\rcreated_at_ms\x18\x03 \x01(\x03\x12:\n\rtrace_context\x18\x04 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\x1aU\n\x0fPartitionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\x31\n\x05value\x18\x02 \x01(\x0b\x32\".leasehold.metadata.v1.ReplicaList:\x02\x38\x01\"\xf4\x01\n\x0ePartitionState\x12\x0e\n\x06leader\x18\x01 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x05\x12\x0b\n\x03isr\x18\x03 \x03(\x05\x12\x18\n\x10\x63ontroller_epoch\x18\x04 \x01(\x05\x12\x17\n\x0f\x61\x64\x64ing_replicas\x18\x05 \x03(\x05\x12\x19\n\x11removing_replicas\x18\x06 \x03(\x05\x12G\n\x15leader_recovery_state\x18\x07 \x01(\x0e\x32(.leasehold.common.v1.LeaderRecoveryState\x12\x18\n\x10offline_replicas\x18\x08 \x03(\x05\"\x8a\x01\n\rTopicDeletion\x12\x10\n\x08topic_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x17\n\x0frequested_at_ms\x18\x03 \x01(\x03\x12:\n\rtrace_context\x18\x04 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\"\xa6\x01\n\x12ReassignmentIntent\x12\x17\n\x0ftarget_replicas\x18\x01 \x03(\x05\x12\x0e\n\x06\x63\x61ncel\x18\x02 \x01(\x08\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x17\n\x0frequested_at_ms\x18\x04 \x01(\x03\x12:\n\rtrace_context\x18\x05 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\"\xec\x01\n\x0e\x45lectionIntent\x12\x38\n\relection_type\x18\x01 \x01(\x0e\x32!.leasehold.common.v1.ElectionType\x12\x37\n\npartitions\x18\x02 \x03(\x0b\x32#.leasehold.common.v1.TopicPartition\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x17\n\x0frequested_at_ms\x18\x04 \x01(\x03\x12:\n\rtrace_context\x18\x05 \x01(\x0b\x32#.leasehold.metadata.v1.TraceContext\"\xc4\x01\n\x0b\x41\x64minResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x38\n\toperation\x18\x02 \x01(\x0e\x32%.leasehold.metadata.v1.AdminOperation\x12\x34\n\x07results\x18\x03 \x03(\x0b\x32#.leasehold.common.v1.PartitionError\x12\x17\n\x0f\x63ompleted_at_ms\x18\x04 \x01(\x03\x12\x18\n\x10\x63ontroller_epoch\x18\x05 \x01(\x05\"\x83\x01\n\rConfigEntries\x12\x42\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x31.leasehold.metadata.v1.ConfigEntries.EntriesEntry\x1a.\n\x0c\x45ntriesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xb5\x01\n\x0e\x41\x64minOperation\x12\x1f\n\x1b\x41\x44MIN_OPERATION_UNSPECIFIED\x10\x00\x12 \n\x1c\x41\x44MIN_OPERATION_DELETE_TOPIC\x10\x01\x12 \n\x1c\x41\x44MIN_OPERATION_REASSIGNMENT\x10\x02\x12\x1c\n\x18\x41\x44MIN_OPERATION_ELECTION\x10\x03\x12 \n\x1c\x41\x44MIN_OPERATION_CREATE_TOPIC\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,36 +38,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOPICASSIGNMENT_PARTITIONSENTRY']._serialized_options = b'8\001'
   _globals['_CONFIGENTRIES_ENTRIESENTRY']._loaded_options = None
   _globals['_CONFIGENTRIES_ENTRIESENTRY']._serialized_options = b'8\001'
-  _globals['_ADMINOPERATION']._serialized_start=2016
-  _globals['_ADMINOPERATION']._serialized_end=2197
+  _globals['_ADMINOPERATION']._serialized_start=2042
+  _globals['_ADMINOPERATION']._serialized_end=2223
   _globals['_TRACECONTEXT']._serialized_start=98
   _globals['_TRACECONTEXT']._serialized_end=227
   _globals['_TRACECONTEXT_CARRIERENTRY']._serialized_start=181
   _globals['_TRACECONTEXT_CARRIERENTRY']._serialized_end=227
   _globals['_BROKERREGISTRATION']._serialized_start=230
   _globals['_BROKERREGISTRATION']._serialized_end=385
-  _globals['_CONTROLLERREGISTRATION']._serialized_start=387
-  _globals['_CONTROLLERREGISTRATION']._serialized_end=510
-  _globals['_CONTROLLEREPOCH']._serialized_start=512
-  _globals['_CONTROLLEREPOCH']._serialized_end=567
-  _globals['_REPLICALIST']._serialized_start=569
-  _globals['_REPLICALIST']._serialized_end=600
-  _globals['_TOPICASSIGNMENT']._serialized_start=603
-  _globals['_TOPICASSIGNMENT']._serialized_end=884
-  _globals['_TOPICASSIGNMENT_PARTITIONSENTRY']._serialized_start=799
-  _globals['_TOPICASSIGNMENT_PARTITIONSENTRY']._serialized_end=884
-  _globals['_PARTITIONSTATE']._serialized_start=887
-  _globals['_PARTITIONSTATE']._serialized_end=1131
-  _globals['_TOPICDELETION']._serialized_start=1134
-  _globals['_TOPICDELETION']._serialized_end=1272
-  _globals['_REASSIGNMENTINTENT']._serialized_start=1275
-  _globals['_REASSIGNMENTINTENT']._serialized_end=1441
-  _globals['_ELECTIONINTENT']._serialized_start=1444
-  _globals['_ELECTIONINTENT']._serialized_end=1680
-  _globals['_ADMINRESULT']._serialized_start=1683
-  _globals['_ADMINRESULT']._serialized_end=1879
-  _globals['_CONFIGENTRIES']._serialized_start=1882
-  _globals['_CONFIGENTRIES']._serialized_end=2013
-  _globals['_CONFIGENTRIES_ENTRIESENTRY']._serialized_start=1967
-  _globals['_CONFIGENTRIES_ENTRIESENTRY']._serialized_end=2013
+  _globals['_CONTROLLERREGISTRATION']._serialized_start=388
+  _globals['_CONTROLLERREGISTRATION']._serialized_end=536
+  _globals['_CONTROLLEREPOCH']._serialized_start=538
+  _globals['_CONTROLLEREPOCH']._serialized_end=593
+  _globals['_REPLICALIST']._serialized_start=595
+  _globals['_REPLICALIST']._serialized_end=626
+  _globals['_TOPICASSIGNMENT']._serialized_start=629
+  _globals['_TOPICASSIGNMENT']._serialized_end=910
+  _globals['_TOPICASSIGNMENT_PARTITIONSENTRY']._serialized_start=825
+  _globals['_TOPICASSIGNMENT_PARTITIONSENTRY']._serialized_end=910
+  _globals['_PARTITIONSTATE']._serialized_start=913
+  _globals['_PARTITIONSTATE']._serialized_end=1157
+  _globals['_TOPICDELETION']._serialized_start=1160
+  _globals['_TOPICDELETION']._serialized_end=1298
+  _globals['_REASSIGNMENTINTENT']._serialized_start=1301
+  _globals['_REASSIGNMENTINTENT']._serialized_end=1467
+  _globals['_ELECTIONINTENT']._serialized_start=1470
+  _globals['_ELECTIONINTENT']._serialized_end=1706
+  _globals['_ADMINRESULT']._serialized_start=1709
+  _globals['_ADMINRESULT']._serialized_end=1905
+  _globals['_CONFIGENTRIES']._serialized_start=1908
+  _globals['_CONFIGENTRIES']._serialized_end=2039
+  _globals['_CONFIGENTRIES_ENTRIESENTRY']._serialized_start=1993
+  _globals['_CONFIGENTRIES_ENTRIESENTRY']._serialized_end=2039
 # @@protoc_insertion_point(module_scope)

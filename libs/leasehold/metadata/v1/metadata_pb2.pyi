@@ -53,18 +53,20 @@ class BrokerRegistration(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., registered_at_ms: _Optional[int] = ..., session_ttl_ms: _Optional[int] = ...) -> None: ...
 
 class ControllerRegistration(_message.Message):
-    __slots__ = ("controller_id", "host", "port", "incarnation_id", "session_ttl_ms")
+    __slots__ = ("controller_id", "host", "port", "incarnation_id", "session_ttl_ms", "tls_server_name")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    TLS_SERVER_NAME_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     host: str
     port: int
     incarnation_id: str
     session_ttl_ms: int
-    def __init__(self, controller_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., session_ttl_ms: _Optional[int] = ...) -> None: ...
+    tls_server_name: str
+    def __init__(self, controller_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., session_ttl_ms: _Optional[int] = ..., tls_server_name: _Optional[str] = ...) -> None: ...
 
 class ControllerEpoch(_message.Message):
     __slots__ = ("epoch", "controller_id")
