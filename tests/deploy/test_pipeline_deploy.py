@@ -108,3 +108,24 @@ def test_the_cronjob_pod_is_hardened_pinned_and_sized(rendered, tree):
         findings += container_security_findings(pod, c)
     assert findings == []
     assert find(docs, "NetworkPolicy", "pipeline")["spec"]["policyTypes"] == ["Ingress"]
+
+
+def test_prod_routes_to_the_controller_itself_spreads_hard_and_brokers_know_their_zone(rendered):
+    for tree in TREES:
+        brokers = find(rendered[tree], "StatefulSet", "broker-agent")
+        env = {e["name"]: e for e in brokers["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["LEASEHOLD_RACK"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+            "metadata.labels['topology.kubernetes.io/zone']"
+        )
+    prod = rendered["overlays/prod"]
+    for name in ("etcd", "broker-agent"):
+        pod = find(prod, "StatefulSet", name)["spec"]["template"]["spec"]
+        (rule,) = pod["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert rule["topologyKey"] == "kubernetes.io/hostname"
+        assert rule["labelSelector"]["matchLabels"] == {"app.kubernetes.io/name": name}
+    controller = find(prod, "Deployment", "controller")["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value") for e in controller["containers"][0]["env"]}
+    assert env["LEASEHOLD_ADVERTISED_HOST"] == "$(POD_IP)"  # its own address, not the Service
+    assert env["LEASEHOLD_ADVERTISED_TLS_NAME"] == "controller.$(POD_NAMESPACE).svc"
