@@ -15,9 +15,9 @@ STAMP_VENV := $(VENV)/.installed
 STAMP_NODE := $(NODE_DIR)/node_modules/.installed
 # The whole dependency tree, pinned with hashes, made from pyproject.toml by `make lock`:
 # dev.lock (everything: what make installs), runtime.lock (the server image), pipeline.lock
-# (the pipeline image). The first line of each is the digest of pyproject's pins.
+# (the pipeline image), build.lock (the build backend the images build the wheel with). The first line of each is the digest of pyproject's pins.
 LOCK_DEV := requirements/dev.lock
-LOCKS := $(LOCK_DEV) requirements/runtime.lock requirements/pipeline.lock
+LOCKS := $(LOCK_DEV) requirements/runtime.lock requirements/pipeline.lock requirements/build.lock
 UV_DIR := .tools/uv
 
 .PHONY: help venv lock lock-check node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
@@ -64,6 +64,9 @@ lock:
 	compile $(LOCK_DEV) pyproject.toml --extra build --extra dev --extra pipeline
 	compile requirements/runtime.lock pyproject.toml -c $(LOCK_DEV)
 	compile requirements/pipeline.lock pyproject.toml --extra pipeline -c $(LOCK_DEV)
+	$(PYTHON_BOOT) requirements/digest.py extra build > requirements/build.in.tmp
+	compile requirements/build.lock requirements/build.in.tmp -c $(LOCK_DEV)
+	rm -f requirements/build.in.tmp
 
 $(STAMP_NODE): $(NODE_DIR)/package.json
 	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error

