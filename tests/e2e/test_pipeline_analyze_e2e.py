@@ -124,5 +124,10 @@ def test_offline_window_of_a_killed_and_restarted_broker(cluster, spark, tmp_pat
     assert len(mine) == 1 and mine.iloc[0]["offline_partitions"] >= 1
     summary = json.loads((out / "summary.json").read_text())
     assert summary["offline_windows"] >= 1 and summary["elections_by_reason"].get("offline", 0) >= 1
+    failovers = pd.read_parquet(out / "failovers.parquet")
+    assert failovers.iloc[0]["start_evidence"] == "first election"  # the cluster's start
+    # the active controller's heartbeats (every 5 s by default) are in its log
+    text = "".join(open(p, encoding="utf-8").read() for p in logs)
+    assert '"event":"heartbeat"' in text
     html = (out / "report.html").read_text()
     assert "only-on-3" in html and "data:image/png;base64," in html
