@@ -21,7 +21,7 @@ from leasehold.client.producer import Producer
 from leasehold.testing.cluster import ClusterSpec, LocalCluster
 from leasehold.testing.spark_standalone import StandaloneCluster, StandaloneSpec
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.spark, pytest.mark.timeout(1800)]
 PARTITIONS, PER_PARTITION = 3, 25
 
 
