@@ -14,6 +14,7 @@ import time
 import pytest
 from otlp_receiver import CLIENT, SERVER, OtlpReceiver
 
+from leasehold.client.admin import AdminClient
 from leasehold.testing.cluster import ClusterSpec, LocalCluster
 from leasehold.testing.wait import until
 
@@ -99,7 +100,12 @@ async def test_produce_is_one_trace_and_idle_long_polls_leave_none(traced):
 
 async def test_a_controller_failover_is_one_trace(traced):
     cluster, receiver, env = traced
-    active = next(c for c in cluster.controllers.values() if c.alive)
+    async with AdminClient(cluster.admin_address) as admin:
+
+        async def in_office():
+            return (await admin.describe_cluster()).active_controller.controller_id
+
+        active = cluster.controllers[await until(in_office, timeout=30, what="a controller")]
     before = {s.span_id for s in receiver.spans() if s.name == "controller.elected"}
     for proc in cluster.controllers.values():
         if proc is not active:
