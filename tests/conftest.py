@@ -1,14 +1,30 @@
-"""Shared fixtures: a real etcd server for the session, and a fresh cluster prefix per test."""
+"""Shared fixtures: a real etcd server for the session, and a fresh cluster prefix per test.
+
+Clients in tests talk to plaintext test clusters (``LocalCluster`` starts its services with
+``--insecure`` unless ``tls=True``) and say so: the CLI and SDK read a client config file that
+says ``insecure``, never the developer's own (``leasehold.client_config``). Tests of TLS pass
+their certificates explicitly, which wins over the file.
+"""
 
 from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.testing.etcd_server import EtcdServer
+
+
+def _plaintext_client_config() -> None:
+    for name in ("LEASEHOLD_TLS_CA", "LEASEHOLD_TLS_CERT", "LEASEHOLD_TLS_KEY", "LEASEHOLD_ADMIN"):
+        os.environ.pop(name, None)
+    os.environ["LEASEHOLD_CLIENT_CONFIG"] = str(Path(__file__).with_name("client-insecure.json"))
+
+
+_plaintext_client_config()
 
 
 @pytest.fixture(scope="session")

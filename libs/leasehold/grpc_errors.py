@@ -4,6 +4,11 @@ Servicers raise :class:`leasehold.errors.LeaseholdError` subclasses (or anything
 ``grpc_status`` attribute naming a ``grpc.StatusCode``); this interceptor turns them into a status
 with the error's message. Anything else is a bug: it is logged with its traceback and answered
 INTERNAL, so a client never sees a Python traceback.
+
+A status message travels in an HTTP/2 header, which most clients cap at 8-16 KiB: a longer one
+breaks the call and, in some clients, the channel. Messages quote user input through
+:func:`leasehold.validation.quote`; ``bounded`` here is the last guard, cutting any status
+message to ``MAX_STATUS_MESSAGE_CHARS``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,15 @@ log = logging.getLogger(__name__)
 
 # Trailing metadata key carrying the Kafka-style ErrorCode number of a failed call.
 ERROR_CODE_METADATA_KEY = "leasehold-error-code"
+# The longest status message a server sends (characters; UTF-8 may make it up to 4x in bytes).
+MAX_STATUS_MESSAGE_CHARS = 1024
+
+
+def bounded(message: str, limit: int = MAX_STATUS_MESSAGE_CHARS) -> str:
+    """``message`` cut to ``limit`` characters, saying how much was cut."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message) - limit} more characters cut)"
 
 
 def status_of(exc: BaseException) -> grpc.StatusCode | None:
@@ -49,7 +63,9 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
                 code = status_of(exc)
                 if code is None:
                     log.exception("unhandled error in %s", method)
-                    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {exc!r}")
+                    await context.abort(
+                        grpc.StatusCode.INTERNAL, bounded(f"internal error: {exc!r}")
+                    )
                 kafka_code = getattr(exc, "code", None)
                 trailer = (
                     ((ERROR_CODE_METADATA_KEY, str(kafka_code)),)
@@ -57,7 +73,7 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
                     else None
                 )
                 message = str(getattr(exc, "message", "") or exc)
-                await context.abort(code, message, trailing_metadata=trailer)
+                await context.abort(code, bounded(message), trailing_metadata=trailer)
 
         return grpc.unary_unary_rpc_method_handler(
             guarded,

@@ -1,29 +1,40 @@
-"""Who may call what: peer roles from the client certificate of a mutual-TLS call.
+"""Who may call what: a peer's role and id from its client certificate, checked on every call.
 
 Transport security (mutual TLS) says a caller holds a certificate our CA signed; it does not say
-the caller is a controller. Two services must only be called by one kind of peer:
-``BrokerControlService`` (LeaderAndIsr, StopReplica, UpdateMetadata) by a controller, and
-``ControllerService`` (AlterPartition, ControlledShutdown) by a broker. Everything else
-(BrokerService, AdminService, health, reflection) is open to any client the CA vouches for.
+the caller is a controller, nor which broker it is. Three rules follow from the certificate:
 
-The role of a peer comes from its certificate, by this convention (deploy/README.md):
+* **Role.** ``BrokerControlService`` (LeaderAndIsr, StopReplica, UpdateMetadata) may only be
+  called by a controller, ``ControllerService`` (AlterPartition, ControlledShutdown) only by a
+  broker. Everything else (BrokerService, AdminService, health, reflection) is open to any client
+  the CA vouches for.
+* **Id.** A request that names its sender is checked against the certificate's id:
+  AlterPartition and ControlledShutdown name ``broker_id``; the control requests name
+  ``controller_id``; a Fetch, ListOffsets or OffsetsForLeaderEpoch with ``replica_id >= 0`` speaks
+  for that follower broker. A broker certificate for broker 2 cannot act as broker 1.
+* **Trust domain.** SPIFFE ids of another trust domain (another cluster) grant nothing.
 
-* a URI SAN ``spiffe://<trust-domain>/<role>[/<instance>]`` (SPIFFE style, e.g.
-  ``spiffe://leasehold/controller/1``): the role is the first path segment; or
-* the subject common name ``<role>``, ``<role>-<instance>`` or ``<role>.<anything>``
-  (e.g. ``controller-1``, ``broker-agent-2``, ``controller.leasehold.svc``).
+The identity of a peer comes from its certificate, by this convention (deploy/README.md):
+
+* a URI SAN ``spiffe://<trust-domain>/<role>[/<id>]`` (e.g. ``spiffe://leasehold/broker/2``);
+  the id may also be a StatefulSet pod name ending in ``-<id>`` (``broker-agent-2``), as
+  cert-manager's CSI driver issues them per pod; or
+* the subject common name ``<role>``, ``<role>-<id>`` or ``<role>.<anything>``.
 
 Roles are ``controller``, ``broker`` and ``admin``; ``broker-agent`` is the same as ``broker``.
-A call without a client certificate is UNAUTHENTICATED, one with the wrong role
-PERMISSION_DENIED. The check runs whenever the server uses TLS; a plaintext server (configured so,
-with a warning) has no identities to check.
+A call without a client certificate is UNAUTHENTICATED; the wrong role, or an id that is not the
+certificate's, PERMISSION_DENIED. The checks run whenever the server uses TLS; a plaintext
+server (``--insecure``, with a warning) has no identities to check: there, a request's claims are
+checked only against etcd (see the broker's ``controller_epoch`` module).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import grpc
 
@@ -35,6 +46,7 @@ ADMIN = "admin"
 _ALIASES = MappingProxyType(
     {CONTROLLER: CONTROLLER, BROKER: BROKER, "broker-agent": BROKER, ADMIN: ADMIN}
 )
+_TRAILING_ID = re.compile(r"(?:^|-)(\d{1,10})$")
 
 # Full gRPC service name -> the roles that may call it. Services not listed are open to any
 # authenticated peer.
@@ -45,38 +57,98 @@ SERVICE_ROLES: Mapping[str, frozenset[str]] = MappingProxyType(
     }
 )
 
+
+def _claims_broker(request: Any) -> tuple[str, int] | None:
+    return BROKER, request.broker_id
+
+
+def _claims_controller(request: Any) -> tuple[str, int] | None:
+    return CONTROLLER, request.controller_id
+
+
+def _claims_replica(request: Any) -> tuple[str, int] | None:
+    return (BROKER, request.replica_id) if request.replica_id >= 0 else None
+
+
+# Full method name -> the (role, id) the request speaks for, if any; the certificate must have it.
+Claim = Callable[[Any], "tuple[str, int] | None"]
+METHOD_CLAIMS: Mapping[str, Claim] = MappingProxyType(
+    {
+        "/leasehold.controller.v1.ControllerService/AlterPartition": _claims_broker,
+        "/leasehold.controller.v1.ControllerService/ControlledShutdown": _claims_broker,
+        "/leasehold.broker.v1.BrokerControlService/LeaderAndIsr": _claims_controller,
+        "/leasehold.broker.v1.BrokerControlService/StopReplica": _claims_controller,
+        "/leasehold.broker.v1.BrokerControlService/UpdateMetadata": _claims_controller,
+        "/leasehold.broker.v1.BrokerService/Fetch": _claims_replica,
+        "/leasehold.broker.v1.BrokerService/ListOffsets": _claims_replica,
+        "/leasehold.broker.v1.BrokerService/OffsetsForLeaderEpoch": _claims_replica,
+    }
+)
+
 AuthContext = Mapping[str, Sequence[bytes]]
 
 
-def _role_of_name(name: str) -> str | None:
-    """``controller``, ``controller-1``, ``broker-agent-2``, ``admin.ns.svc`` -> the role."""
+@dataclass(frozen=True)
+class Identity:
+    """One identity a certificate names: a role and, for brokers and controllers, an id."""
+
+    role: str
+    id: int | None = None
+
+    def __str__(self) -> str:
+        return self.role if self.id is None else f"{self.role}/{self.id}"
+
+
+def _id_of(text: str) -> int | None:
+    match = _TRAILING_ID.search(text)
+    return int(match.group(1)) if match else None
+
+
+def _identity_of_name(name: str) -> Identity | None:
+    """``controller``, ``controller-1``, ``broker-agent-2``, ``admin.ns.svc`` -> the identity."""
     name = name.strip().lower()
     for alias in sorted(_ALIASES, key=len, reverse=True):  # "broker-agent" before "broker"
-        if name == alias or name.startswith((alias + "-", alias + ".")):
-            return _ALIASES[alias]
+        if name == alias:
+            return Identity(_ALIASES[alias])
+        if name.startswith(alias + "."):
+            return Identity(_ALIASES[alias])
+        if name.startswith(alias + "-"):
+            rest = name[len(alias) + 1 :]
+            return Identity(_ALIASES[alias], int(rest) if rest.isdigit() else None)
     return None
 
 
-def _role_of_uri(uri: str) -> str | None:
-    """``spiffe://<trust-domain>/<role>[/...]`` -> the role; any other URI -> None."""
+def _identity_of_uri(uri: str, trust_domain: str | None) -> Identity | None:
+    """``spiffe://<trust-domain>/<role>[/<id>]`` -> the identity; any other URI -> None."""
     if not uri.startswith("spiffe://"):
         return None
-    _, _, path = uri[len("spiffe://") :].partition("/")
-    first = path.split("/", 1)[0].lower()
-    return _ALIASES.get(first)
+    domain, _, path = uri[len("spiffe://") :].partition("/")
+    if trust_domain is not None and domain != trust_domain:
+        return None
+    segments = path.split("/")
+    role = _ALIASES.get(segments[0].lower())
+    if role is None:
+        return None
+    ident = _id_of(segments[1]) if len(segments) > 1 and segments[1] else None
+    return Identity(role, ident)
 
 
-def peer_roles(auth: AuthContext) -> frozenset[str]:
-    """The roles a peer's certificate grants (empty for none or for an unknown identity)."""
+def peer_identities(auth: AuthContext, trust_domain: str | None = None) -> frozenset[Identity]:
+    """The identities a peer's certificate names (empty for none or for an unknown identity)."""
 
     def values(key: str) -> list[str]:
         return [v.decode(errors="replace") for v in auth.get(key, ())]
 
     uris = values("peer_uri") + values("peer_spiffe_id")
     uris += [s for s in values("x509_subject_alternative_name") if s.startswith("spiffe://")]
-    roles = {r for r in map(_role_of_uri, uris) if r is not None}
-    roles |= {r for r in map(_role_of_name, values("x509_common_name")) if r is not None}
-    return frozenset(roles)
+    found = {i for u in uris if (i := _identity_of_uri(u, trust_domain)) is not None}
+    found |= {i for n in values("x509_common_name") if (i := _identity_of_name(n)) is not None}
+    return frozenset(found)
+
+
+def peer_roles(auth: AuthContext, trust_domain: str | None = None) -> frozenset[str]:
+    """The roles a peer's certificate grants."""
+    return frozenset(i.role for i in peer_identities(auth, trust_domain))
 
 
 def has_certificate(auth: AuthContext) -> bool:
@@ -88,18 +160,42 @@ def service_of(method: str) -> str:
     return method.lstrip("/").split("/", 1)[0]
 
 
+@dataclass(frozen=True)
+class Refusal:
+    code: grpc.StatusCode
+    message: str
+
+
 def decide(
-    method: str, auth: AuthContext, rules: Mapping[str, frozenset[str]]
-) -> grpc.StatusCode | None:
-    """None if the call may go ahead, else the status to refuse it with."""
+    method: str,
+    auth: AuthContext,
+    rules: Mapping[str, frozenset[str]] = SERVICE_ROLES,
+    request: Any = None,
+    claims: Mapping[str, Claim] = METHOD_CLAIMS,
+    trust_domain: str | None = None,
+) -> Refusal | None:
+    """None if the call may go ahead, else why it is refused."""
     allowed = rules.get(service_of(method))
-    if allowed is None:
+    claim = claims.get(method)
+    claimed = claim(request) if claim is not None and request is not None else None
+    if allowed is None and claimed is None:
         return None
     if not has_certificate(auth):
-        return grpc.StatusCode.UNAUTHENTICATED
-    if peer_roles(auth) & allowed:
-        return None
-    return grpc.StatusCode.PERMISSION_DENIED
+        return Refusal(grpc.StatusCode.UNAUTHENTICATED, f"{method} needs a client certificate")
+    identities = peer_identities(auth, trust_domain)
+    if allowed is not None and not any(i.role in allowed for i in identities):
+        return Refusal(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"{method} may only be called by: {', '.join(sorted(allowed))}",
+        )
+    if claimed is not None and Identity(*claimed) not in identities:
+        role, ident = claimed
+        held = ", ".join(sorted(str(i) for i in identities if i.role == role)) or "none"
+        return Refusal(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"{method} speaks for {role} {ident}, but the certificate names {role} {held}",
+        )
+    return None
 
 
 def _describe(auth: AuthContext) -> str:
@@ -107,14 +203,18 @@ def _describe(auth: AuthContext) -> str:
     return ",".join(names) or "no certificate"
 
 
-Behavior = Callable[..., Awaitable[object]]
-
-
 class PeerRoleInterceptor(grpc.aio.ServerInterceptor):
-    """Refuses calls to role-restricted services from peers without the role."""
+    """Refuses calls from peers without the role, or speaking for an id not theirs."""
 
-    def __init__(self, rules: Mapping[str, frozenset[str]] = SERVICE_ROLES) -> None:
+    def __init__(
+        self,
+        rules: Mapping[str, frozenset[str]] = SERVICE_ROLES,
+        claims: Mapping[str, Claim] = METHOD_CLAIMS,
+        trust_domain: str | None = None,
+    ) -> None:
         self.rules = rules
+        self.claims = claims
+        self.trust_domain = trust_domain
 
     async def intercept_service(
         self,
@@ -123,30 +223,30 @@ class PeerRoleInterceptor(grpc.aio.ServerInterceptor):
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
-        if handler is None or service_of(method) not in self.rules:
+        if handler is None or (service_of(method) not in self.rules and method not in self.claims):
             return handler
-        allowed = sorted(self.rules[service_of(method)])
 
-        async def check(context: grpc.aio.ServicerContext) -> None:
+        async def check(request: Any, context: grpc.aio.ServicerContext) -> None:
             auth = context.auth_context() or {}
-            code = decide(method, auth, self.rules)
-            if code is not None:
+            refusal = decide(method, auth, self.rules, request, self.claims, self.trust_domain)
+            if refusal is not None:
                 log.warning(
-                    "refused %s from %s (%s): needs role %s",
+                    "refused %s from %s (%s): %s",
                     method,
                     context.peer(),
                     _describe(auth),
-                    "/".join(allowed),
+                    refusal.message,
                 )
-                await context.abort(code, f"{method} may only be called by: {', '.join(allowed)}")
+                await context.abort(refusal.code, refusal.message)
 
         return _guarded(handler, check)
 
 
 def _guarded(
-    handler: grpc.RpcMethodHandler, check: Callable[[grpc.aio.ServicerContext], Awaitable[None]]
+    handler: grpc.RpcMethodHandler,
+    check: Callable[[Any, grpc.aio.ServicerContext], Awaitable[None]],
 ) -> grpc.RpcMethodHandler:
-    """The same handler, running ``check`` first (whatever its streaming kind)."""
+    """The same handler, running ``check`` first (with the request, for unary requests)."""
     kw = dict(
         request_deserializer=handler.request_deserializer,
         response_serializer=handler.response_serializer,
@@ -155,7 +255,7 @@ def _guarded(
         inner_uu = handler.unary_unary
 
         async def unary_unary(request, context):
-            await check(context)
+            await check(request, context)
             return await inner_uu(request, context)
 
         return grpc.unary_unary_rpc_method_handler(unary_unary, **kw)
@@ -163,19 +263,20 @@ def _guarded(
         inner_su = handler.stream_unary
 
         async def stream_unary(requests, context):
-            await check(context)
+            await check(None, context)
             return await inner_su(requests, context)
 
         return grpc.stream_unary_rpc_method_handler(stream_unary, **kw)
     inner_stream = handler.unary_stream or handler.stream_stream
+    unary_request = handler.unary_stream is not None
     factory = (
         grpc.unary_stream_rpc_method_handler
-        if handler.unary_stream is not None
+        if unary_request
         else grpc.stream_stream_rpc_method_handler
     )
 
     async def streaming(request_or_iterator, context):
-        await check(context)
+        await check(request_or_iterator if unary_request else None, context)
         result = inner_stream(request_or_iterator, context)
         if hasattr(result, "__aiter__"):  # an async generator servicer
             async for item in result:

@@ -35,6 +35,16 @@ SERVER_OPTIONS = [
 ]
 
 
+def server_options(max_receive_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
+    """SERVER_OPTIONS with the service's largest accepted request (gRPC refuses a larger one
+    with RESOURCE_EXHAUSTED before decoding it)."""
+    return [
+        ("grpc.max_receive_message_length", max_receive_bytes),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
 def _read(path: str) -> bytes | None:
     if not path:
         return None
@@ -82,10 +92,11 @@ class ServiceRunner:
         interceptors = [
             *telemetry.server_interceptors(),
             *self.service.interceptors,
-            *([peer_auth.PeerRoleInterceptor()] if tls else []),
+            *([peer_auth.PeerRoleInterceptor(trust_domain=self.config.cluster_id)] if tls else []),
             ErrorInterceptor(),
         ]
-        server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
+        options = server_options(self.config.max_receive_bytes)
+        server = grpc.aio.server(interceptors=interceptors, options=options)
         self.service.register(server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         names = [*self.service.names, health.SERVICE_NAME, reflection.SERVICE_NAME]
@@ -93,14 +104,22 @@ class ServiceRunner:
         address = f"{self.config.host}:{self.config.port}"
         if tls:
             self.port = server.add_secure_port(address, server_credentials(self.config.tls))
-            log.info("serving TLS; restricted services: %s", peer_auth.roles_summary())
+            log.info(
+                "serving mutual TLS (trust domain %s); restricted services: %s",
+                self.config.cluster_id,
+                peer_auth.roles_summary(),
+            )
             if not self.config.tls.ca:
                 log.warning(
                     "TLS without --tls-ca: clients are not authenticated, so the role-restricted "
                     "services refuse every call"
                 )
         else:
-            log.warning("serving PLAINTEXT gRPC on %s: configure --tls-cert to encrypt", address)
+            log.warning(
+                "--insecure: serving PLAINTEXT gRPC on %s; callers are not authenticated and "
+                "control requests are checked only against etcd",
+                address,
+            )
             self.port = server.add_insecure_port(address)
         if self.port == 0:
             raise RuntimeError(f"could not bind {address}")

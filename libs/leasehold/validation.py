@@ -23,6 +23,9 @@ from leasehold.javacompat import java_length
 T = TypeVar("T", bound=Hashable)
 
 MAX_TOPIC_NAME_LENGTH = 249
+# How much of a piece of user input an error message quotes (``quote``): a legal topic name
+# (249) fits whole, as in Kafka's messages.
+QUOTE_CHARS = 256
 _LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 _INVALID_TOPIC = common_pb2.ERROR_CODE_INVALID_TOPIC_EXCEPTION
@@ -30,6 +33,19 @@ _TOPIC_EXISTS = common_pb2.ERROR_CODE_TOPIC_ALREADY_EXISTS
 _INVALID_PARTITIONS = common_pb2.ERROR_CODE_INVALID_PARTITIONS
 _INVALID_RF = common_pb2.ERROR_CODE_INVALID_REPLICATION_FACTOR
 _INVALID_ASSIGNMENT = common_pb2.ERROR_CODE_INVALID_REPLICA_ASSIGNMENT
+
+
+def quote(text: object, limit: int = QUOTE_CHARS) -> str:
+    """``text`` in single quotes for an error message, cut to ``limit`` characters.
+
+    Error messages travel in gRPC status headers (16 KiB in most clients): a message must never
+    grow with the input it refuses. A longer text keeps its first ``limit`` characters, marked
+    with how long it was, so the reader still sees which value was meant.
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return f"'{text}'"
+    return f"'{text[:limit]}...' ({len(text)} characters)"
 
 
 def topic_name_problem(name: str) -> str | None:
@@ -46,11 +62,12 @@ def topic_name_problem(name: str) -> str | None:
         return "'..' is not allowed"
     if java_length(name) > MAX_TOPIC_NAME_LENGTH:
         return (
-            f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+            f"the length of {quote(name)} is longer than the max allowed length "
+            f"{MAX_TOPIC_NAME_LENGTH}"
         )
     if not _LEGAL_TOPIC_CHARS.issuperset(name):
         return (
-            f"'{name}' contains one or more characters other than "
+            f"{quote(name)} contains one or more characters other than "
             "ASCII alphanumerics, '.', '_' and '-'"
         )
     return None

@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="leasehold-controller",
         description="The Leasehold controller: elected through etcd, owns every partition state.",
     )
-    add_common_arguments(parser, DEFAULT_PORT)
+    add_common_arguments(parser, DEFAULT_PORT, max_receive_bytes=16 * 1024 * 1024)
     a = parser.add_argument
     a("--controller-id", type=int, default=int(env("CONTROLLER_ID", "1")))
     a(

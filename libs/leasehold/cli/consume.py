@@ -72,6 +72,8 @@ def consume(topic, from_beginning, partitions, offset, max_messages, timeout, pr
 
     seen = [0]  # shared with the coroutine, so Ctrl-C still reports the count
 
+    ctx.resolve()
+
     async def run() -> None:
         async with Consumer(admin=ctx.admin_address, tls=ctx.tls) as consumer:
             if partitions:

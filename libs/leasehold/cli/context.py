@@ -29,6 +29,7 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from leasehold.client.admin import SyncAdminClient
+from leasehold.client_config import ClientSettings
 from leasehold.config import TlsConfig
 from leasehold.errors import LeaseholdError
 
@@ -74,15 +75,25 @@ class CliContext:
     admin_address: str
     output: str = "table"
     tls: TlsConfig | None = None
+    # Resolves the admin address and TLS on first use (``leasehold.client_config``), so that
+    # ``--help`` and commands that call no service need no TLS settings.
+    settings: Callable[[], ClientSettings] | None = field(default=None, repr=False)
     _admin: SyncAdminClient | None = field(default=None, repr=False)
 
     @property
     def json(self) -> bool:
         return self.output == "json"
 
+    def resolve(self) -> None:
+        """Fix the admin address and TLS (a ClientConfigError says what is wrong, in a line)."""
+        if self.settings is not None:
+            found = self.settings()
+            self.admin_address, self.tls, self.settings = found.admin, found.tls, None
+
     def admin(self) -> SyncAdminClient:
         """The admin client, created on first use and closed when the command ends."""
         if self._admin is None:
+            self.resolve()
             self._admin = SyncAdminClient(self.admin_address, tls=self.tls)
             click.get_current_context().call_on_close(self.close)
         return self._admin

@@ -14,10 +14,8 @@ from collections.abc import Iterable, Sequence
 
 import click
 
-from leasehold import telemetry
+from leasehold import client_config, telemetry
 from leasehold.cli.context import CliContext, CliFailure, ExitCode, exit_code_for
-from leasehold.client.admin import DEFAULT_ADMIN
-from leasehold.config import TlsConfig
 from leasehold.errors import LeaseholdError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -46,6 +44,9 @@ class LeaseholdGroup(click.Group):
         except LeaseholdError as e:
             click.echo(f"Error: {e.message}", err=True)
             ctx.exit(int(exit_code_for(e)))
+        except client_config.ClientConfigError as e:
+            click.echo(f"Error: {e}", err=True)
+            ctx.exit(int(ExitCode.USAGE))
         except CliFailure as e:
             if e.message:
                 click.echo(f"Error: {e.message}", err=True)
@@ -75,9 +76,9 @@ def build_cli(extra_modules: Sequence[str] = ()) -> click.Group:
     @click.option(
         "--admin",
         envvar="LEASEHOLD_ADMIN",
-        default=DEFAULT_ADMIN,
-        show_default=True,
-        help="Admin service address (env LEASEHOLD_ADMIN).",
+        default=None,
+        help="Admin service address (env LEASEHOLD_ADMIN; else the client config file's, else "
+        f"{client_config.DEFAULT_ADMIN}).",
     )
     @click.option(
         "--output",
@@ -87,14 +88,38 @@ def build_cli(extra_modules: Sequence[str] = ()) -> click.Group:
         show_default=True,
         help="Human tables, or JSON for scripts.",
     )
-    @click.option("--tls-ca", envvar="LEASEHOLD_TLS_CA", default="", help="CA file for TLS.")
-    @click.option("--tls-cert", envvar="LEASEHOLD_TLS_CERT", default="", help="Client cert.")
-    @click.option("--tls-key", envvar="LEASEHOLD_TLS_KEY", default="", help="Client key.")
+    @click.option("--tls-ca", default="", help="CA file (env LEASEHOLD_TLS_CA).")
+    @click.option("--tls-cert", default="", help="Client certificate (env LEASEHOLD_TLS_CERT).")
+    @click.option("--tls-key", default="", help="Client key (env LEASEHOLD_TLS_KEY).")
+    @click.option(
+        "--insecure",
+        is_flag=True,
+        default=False,
+        help="Plaintext, for a cluster started with --insecure (env LEASEHOLD_INSECURE=1).",
+    )
     @click.pass_context
-    def cli(ctx: click.Context, admin: str, output: str, tls_ca: str, tls_cert: str, tls_key: str):
-        """Leasehold: a Kafka-style replicated log whose controller runs on etcd."""
-        tls = TlsConfig(cert=tls_cert, key=tls_key, ca=tls_ca) if tls_ca else None
-        ctx.obj = CliContext(admin_address=admin, output=output, tls=tls)
+    def cli(
+        ctx: click.Context,
+        admin: str | None,
+        output: str,
+        tls_ca: str,
+        tls_cert: str,
+        tls_key: str,
+        insecure: bool,
+    ):
+        """Leasehold: a Kafka-style replicated log whose controller runs on etcd.
+
+        TLS settings come from the flags, else LEASEHOLD_TLS_* / LEASEHOLD_INSECURE, else the
+        client config file (LEASEHOLD_CLIENT_CONFIG or ~/.config/leasehold/client.json, which
+        make run writes).
+        """
+        ctx.obj = CliContext(
+            admin_address=admin or "",
+            output=output,
+            settings=lambda: client_config.resolve(
+                admin=admin, ca=tls_ca, cert=tls_cert, key=tls_key, insecure=insecure
+            ),
+        )
 
     register_commands(cli, (*COMMAND_MODULES, *extra_modules))
     return cli

@@ -42,6 +42,8 @@ def produce(topic, value, key, key_separator, partition, headers, acks, linger_m
         records.append((k.encode() if k is not None else None, line.encode()))
     hdrs = [(k, v.encode()) for k, v in parse_kv(headers, "--header").items()]
 
+    ctx.resolve()
+
     async def run() -> list:
         async with Producer(
             admin=ctx.admin_address,

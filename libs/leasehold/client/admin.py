@@ -10,16 +10,17 @@ methods on a private event loop for synchronous callers such as the CLI.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import grpc
 
+from leasehold import client_config
 from leasehold.admin.v1 import admin_pb2, admin_pb2_grpc
 from leasehold.channels import channel
 from leasehold.client.errors import error_from_rpc
+from leasehold.client_config import client_tls
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 
@@ -36,8 +37,8 @@ OPERATIONS = {
 
 
 def default_admin_address() -> str:
-    """``$LEASEHOLD_ADMIN`` or 127.0.0.1:9093 (where ``make run`` puts the admin service)."""
-    return os.environ.get("LEASEHOLD_ADMIN") or DEFAULT_ADMIN
+    """``$LEASEHOLD_ADMIN``, the client config file's, or 127.0.0.1:9093 (``make run``'s)."""
+    return client_config.resolve(required=False).admin
 
 
 def _assignments(assignment: Mapping[int, Sequence[int]] | None):
@@ -59,7 +60,9 @@ class AdminClient:
     ) -> None:
         self.address = address or default_admin_address()
         self.timeout = timeout
-        self._channel = channel(self.address, tls)
+        # Given, or found in the environment or the client config file (``client_config``).
+        self.tls = client_tls(self.address, tls)
+        self._channel = channel(self.address, self.tls)
         self._stub = admin_pb2_grpc.AdminServiceStub(self._channel)
 
     async def close(self) -> None:

@@ -22,6 +22,7 @@ from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc
 from leasehold.channels import channel
 from leasehold.client.admin import AdminClient
 from leasehold.client.errors import error_from_rpc
+from leasehold.client_config import client_tls
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from leasehold.errors import LeaseholdError, NotFoundError, UnavailableError
@@ -53,7 +54,8 @@ class ClusterMetadata:
             admin = AdminClient(admin, tls=tls)
         self.admin: AdminClient | None = admin
         self.bootstrap = tuple(bootstrap)
-        self.tls = tls
+        # The admin client's TLS (given or found: ``leasehold.client_config``) for the brokers too.
+        self.tls = admin.tls if admin is not None and tls is None else client_tls(None, tls)
         self.timeout = timeout
         self.endpoints: dict[int, str] = {}
         self.topics: dict[str, dict[int, PartitionLeader]] = {}

@@ -1,14 +1,15 @@
 """A throw-away certificate authority and per-service certificates for local TLS clusters.
 
-``LocalCluster(ClusterSpec(tls=True))`` and the TLS tests need a CA and one certificate per
-identity, each usable as both server and client certificate (mutual TLS on every hop). The
-``cryptography`` package is not a dependency of the project, so the ``openssl`` command line tool
-(OpenSSL 3) makes them. Keys are P-256 (every gRPC and etcd build accepts them) and certificates
-live two days: they exist for one test run.
+``make run``, ``LocalCluster(ClusterSpec(tls=True))`` and the TLS tests need a CA and one
+certificate per identity, each usable as both server and client certificate (mutual TLS on every
+hop). The ``cryptography`` package is not a dependency of the project, so the ``openssl`` command
+line tool (OpenSSL 3) makes them. Keys are P-256 (every gRPC and etcd build accepts them, and one
+takes a few milliseconds to make) and certificates live ``days`` (two by default: a test run).
 
 Identities follow the convention of :mod:`leasehold.peer_auth`: the subject CN is
-``<role>-<id>`` and a URI SAN is ``spiffe://leasehold/<role>/<id>``; every certificate also names
-``localhost`` and ``127.0.0.1`` because everything runs on loopback.
+``<role>-<id>`` and a URI SAN is ``spiffe://<trust-domain>/<role>/<id>`` (the trust domain is the
+cluster id). A certificate names the hosts it serves as DNS and IP SANs: ``localhost`` and
+``127.0.0.1`` unless told otherwise (hosts in network namespaces pass their own addresses).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from pathlib import Path
 from leasehold.config import TlsConfig
 from leasehold.etcd.client import TlsFiles
 
-_DAYS = "2"
 _KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
 
@@ -60,7 +60,10 @@ def _openssl(*args: str) -> None:
 class CertificateAuthority:
     """A CA in ``directory`` (``ca.crt``/``ca.key``) issuing leaf certificates beside it."""
 
-    def __init__(self, directory: str | Path, name: str = "leasehold-test-ca") -> None:
+    def __init__(
+        self, directory: str | Path, name: str = "leasehold-test-ca", days: int = 2
+    ) -> None:
+        self.days = str(days)
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.cert = self.dir / "ca.crt"
@@ -68,7 +71,7 @@ class CertificateAuthority:
         if not self.cert.exists():
             _openssl(
                 "req", "-x509", *_KEY, "-keyout", str(self.key), "-out", str(self.cert),
-                "-days", _DAYS, "-subj", f"/CN={name}",
+                "-days", self.days, "-subj", f"/CN={name}",
                 "-addext", "basicConstraints=critical,CA:TRUE",
                 "-addext", "keyUsage=critical,keyCertSign,cRLSign",
             )  # fmt: skip
@@ -87,7 +90,7 @@ class CertificateAuthority:
         sans = [f"DNS:{d}" for d in dns] + [f"IP:{i}" for i in ips] + [f"URI:{u}" for u in uris]
         _openssl(
             "req", "-x509", *_KEY, "-keyout", str(key), "-out", str(cert),
-            "-CA", str(self.cert), "-CAkey", str(self.key), "-days", _DAYS,
+            "-CA", str(self.cert), "-CAkey", str(self.key), "-days", self.days,
             "-subj", f"/CN={common_name or name}",
             "-addext", "basicConstraints=critical,CA:FALSE",
             "-addext", "keyUsage=critical,digitalSignature,keyEncipherment",
@@ -96,8 +99,18 @@ class CertificateAuthority:
         )  # fmt: skip
         return CertFiles(str(cert), str(key), str(self.cert))
 
-    def issue_role(self, role: str, ident: int | str | None = None) -> CertFiles:
-        """A certificate carrying the Leasehold identity ``role`` (and instance ``ident``)."""
-        stem = role if ident is None else f"{role}-{ident}"
-        uri = f"spiffe://leasehold/{role}" + ("" if ident is None else f"/{ident}")
-        return self.issue(stem, common_name=stem, uris=(uri,))
+    def issue_role(
+        self,
+        role: str,
+        ident: int | str | None = None,
+        *,
+        trust_domain: str = "leasehold",
+        dns: tuple[str, ...] = ("localhost",),
+        ips: tuple[str, ...] = ("127.0.0.1",),
+        stem: str | None = None,
+    ) -> CertFiles:
+        """A certificate carrying the Leasehold identity ``role`` (and instance ``ident``) in
+        ``trust_domain``, serving the hosts ``dns`` and ``ips``."""
+        name = role if ident is None else f"{role}-{ident}"
+        uri = f"spiffe://{trust_domain}/{role}" + ("" if ident is None else f"/{ident}")
+        return self.issue(stem or name, common_name=name, uris=(uri,), dns=dns, ips=ips)

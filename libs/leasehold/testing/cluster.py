@@ -8,8 +8,10 @@ it started.
 ``ClusterSpec(metrics=True)`` gives every service a free ``--metrics-port`` (``Proc.metrics_port``).
 ``ClusterSpec(tls=True)`` makes a CA and one certificate per process in ``<workdir>/certs`` (see
 :mod:`leasehold.testing.certs`) and runs mutual TLS on every hop: etcd's client port, and every
-service's gRPC port, each presenting its role's identity (``controller-<id>``, ``broker-<id>``,
-``admin``); ``client_tls`` is a certificate for the test's own clients.
+service's gRPC port, each presenting its role's identity (``spiffe://<cluster-id>/controller/<id>``,
+``.../broker/<id>``, ``.../admin``); ``client_tls`` is a certificate for the test's own clients.
+Without it every service is started with an explicit ``--insecure`` (plaintext, with the warning
+that goes with it), and ``client_tls`` is an empty ``TlsConfig`` (plaintext, said explicitly).
 """
 
 from __future__ import annotations
@@ -165,14 +167,22 @@ class LocalCluster:
         if metrics_port:
             args += ["--metrics-port", str(metrics_port)]
         if self.ca is not None:
-            certs = self.ca.issue_role(*identity)
+            certs = self.issue(*identity)
             args += certs.flags() + certs.etcd_flags()
+        else:
+            args.append("--insecure")
         return args, metrics_port
 
+    def issue(self, role: str, ident: int | str | None = None) -> CertFiles:
+        """A certificate of this cluster's CA and trust domain for ``role``/``ident``."""
+        assert self.ca is not None, "the cluster was not started with tls=True"
+        return self.ca.issue_role(role, ident, trust_domain=self.spec.cluster_id)
+
     @property
-    def client_tls(self) -> TlsConfig | None:
-        """A client certificate (role ``client``) for tests' own calls; None without TLS."""
-        return self.client_certs.tls() if self.ca is not None else None
+    def client_tls(self) -> TlsConfig:
+        """A client certificate (role ``client``) for tests' own calls; without TLS an empty
+        TlsConfig, which clients take as plaintext."""
+        return self.client_certs.tls() if self.ca is not None else TlsConfig()
 
     @property
     def etcd_client_tls(self) -> TlsFiles | None:
@@ -183,7 +193,7 @@ class LocalCluster:
     def client_certs(self) -> CertFiles:
         assert self.ca is not None, "the cluster was not started with tls=True"
         if self._client_certs is None:
-            self._client_certs = self.ca.issue_role("client")
+            self._client_certs = self.issue("client")
         return self._client_certs
 
     def _port(self, base: int, index: int) -> int:

@@ -7,6 +7,12 @@ import pytest
 from services.admin.config import DEFAULT_PORT, Limits, parse_args
 
 
+@pytest.fixture(autouse=True)
+def _plaintext(monkeypatch):
+    """These tests are about other flags: the services' TLS flags have their own tests."""
+    monkeypatch.setenv("LEASEHOLD_INSECURE", "1")
+
+
 def test_defaults_and_flags():
     config = parse_args(["--etcd", "10.0.0.1:2379,10.0.0.2:2379", "--cluster-id", "c1"])
     assert config.common.etcd_endpoints == ("10.0.0.1:2379", "10.0.0.2:2379")

@@ -7,6 +7,12 @@ import pytest
 from services.broker_agent.config import BrokerConfig, config_from_args
 
 
+@pytest.fixture(autouse=True)
+def _plaintext(monkeypatch):
+    """These tests are about other flags: the services' TLS flags have their own tests."""
+    monkeypatch.setenv("LEASEHOLD_INSECURE", "1")
+
+
 def test_flags_become_a_frozen_config():
     config = config_from_args(
         ["--broker-id", "3", "--data-dir", "/d", "--rack", "r1", "--session-ttl", "7",

@@ -14,6 +14,12 @@ from services.controller.core import TopicPartition
 from services.controller.statelog import StateChangeLog
 
 
+@pytest.fixture(autouse=True)
+def _plaintext(monkeypatch):
+    """These tests are about other flags: the services' TLS flags have their own tests."""
+    monkeypatch.setenv("LEASEHOLD_INSECURE", "1")
+
+
 def test_flags_and_environment(monkeypatch):
     monkeypatch.setenv("LEASEHOLD_CONTROLLER_ID", "4")
     monkeypatch.setenv("LEASEHOLD_REBALANCE_INTERVAL", "2.5")

@@ -9,7 +9,16 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from leasehold.peer_auth import SERVICE_ROLES, decide, peer_roles, service_of
+from leasehold.broker.v1 import broker_pb2, control_pb2
+from leasehold.controller.v1 import controller_pb2
+from leasehold.peer_auth import (
+    SERVICE_ROLES,
+    Identity,
+    decide,
+    peer_identities,
+    peer_roles,
+    service_of,
+)
 
 
 def _auth(cn: str | None = None, *uris: str, dns: tuple[str, ...] = ()) -> dict:
@@ -78,7 +87,87 @@ HEALTH = "/grpc.health.v1.Health/Check"
 def test_only_controllers_may_control_brokers_and_only_brokers_call_the_controller(
     method, auth, refusal
 ):
-    assert decide(method, auth, SERVICE_ROLES) == refusal
+    outcome = decide(method, auth, SERVICE_ROLES)
+    assert (outcome.code if outcome else None) == refusal
+
+
+@pytest.mark.parametrize(
+    ("auth", "identities"),
+    [
+        (_auth("controller-1"), {Identity("controller", 1)}),
+        (_auth("broker-agent-2"), {Identity("broker", 2)}),
+        (_auth("broker"), {Identity("broker")}),
+        (_auth("broker-x"), {Identity("broker")}),
+        (_auth("x", "spiffe://leasehold/broker/7"), {Identity("broker", 7)}),
+        (_auth("x", "spiffe://leasehold/broker/broker-agent-7"), {Identity("broker", 7)}),
+        (_auth("x", "spiffe://leasehold/broker/seven"), {Identity("broker")}),
+        (_auth("x", "spiffe://other-cluster/broker/7"), set()),  # another trust domain
+    ],
+)
+def test_identities_name_the_id_in_the_cluster_trust_domain(auth, identities):
+    assert peer_identities(auth, trust_domain="leasehold") == identities
+
+
+SHUTDOWN = "/leasehold.controller.v1.ControllerService/ControlledShutdown"
+UPDATE = "/leasehold.broker.v1.BrokerControlService/UpdateMetadata"
+FETCH = "/leasehold.broker.v1.BrokerService/Fetch"
+B1 = _auth("x", "spiffe://leasehold/broker/1")
+
+
+@pytest.mark.parametrize(
+    ("method", "auth", "request_", "refusal"),
+    [
+        (SHUTDOWN, B1, controller_pb2.ControlledShutdownRequest(broker_id=1), None),
+        # The issue's attack: broker 2's certificate shutting broker 1 down.
+        (
+            SHUTDOWN,
+            _auth("x", "spiffe://leasehold/broker/2"),
+            controller_pb2.ControlledShutdownRequest(broker_id=1),
+            grpc.StatusCode.PERMISSION_DENIED,
+        ),
+        (
+            ALTER,
+            _auth("broker-2"),
+            controller_pb2.AlterPartitionRequest(broker_id=1),
+            grpc.StatusCode.PERMISSION_DENIED,
+        ),
+        (  # a broker certificate without an id speaks for no broker
+            ALTER,
+            _auth("broker"),
+            controller_pb2.AlterPartitionRequest(broker_id=1),
+            grpc.StatusCode.PERMISSION_DENIED,
+        ),
+        (UPDATE, _auth("controller-1"), control_pb2.UpdateMetadataRequest(controller_id=1), None),
+        (
+            UPDATE,
+            _auth("controller-2"),
+            control_pb2.UpdateMetadataRequest(controller_id=1),
+            grpc.StatusCode.PERMISSION_DENIED,
+        ),
+        (FETCH, _auth("client"), broker_pb2.FetchRequest(replica_id=-1), None),
+        (FETCH, B1, broker_pb2.FetchRequest(replica_id=1), None),
+        (
+            FETCH,
+            _auth("client"),
+            broker_pb2.FetchRequest(replica_id=1),
+            grpc.StatusCode.PERMISSION_DENIED,
+        ),
+        (
+            FETCH,
+            _auth("x", "spiffe://leasehold/broker/2"),
+            broker_pb2.FetchRequest(replica_id=1),
+            grpc.StatusCode.PERMISSION_DENIED,
+        ),
+        (FETCH, {}, broker_pb2.FetchRequest(replica_id=1), grpc.StatusCode.UNAUTHENTICATED),
+    ],
+)
+def test_a_request_speaking_for_an_id_needs_a_certificate_naming_it(
+    method, auth, request_, refusal
+):
+    outcome = decide(method, auth, request=request_, trust_domain="leasehold")
+    assert (outcome.code if outcome else None) == refusal
+    if outcome is not None and refusal == grpc.StatusCode.PERMISSION_DENIED:
+        assert len(outcome.message) < 200
 
 
 @pytest.mark.parametrize(
