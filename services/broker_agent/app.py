@@ -23,6 +23,7 @@ from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, contro
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.heap import HeapFreezer
 from services.broker_agent.config import BrokerConfig
+from services.broker_agent.control_fence import ControlFence
 from services.broker_agent.controller_client import ControllerClient
 from services.broker_agent.fetch import FetchHandler
 from services.broker_agent.fetch_session import FetchSessionCache, FetchSessionConfig
@@ -89,6 +90,15 @@ class BrokerAgent:
             self.replicas.partition,
             config.controller_retry_backoff_ms,
         )
+        # Control requests are checked against the controller epoch etcd shows; without TLS,
+        # leader changes and deletions are confirmed in etcd too (``control_fence``).
+        self.fence = ControlFence(
+            self.etcd,
+            self.keyspace,
+            config.broker_id,
+            confirm_in_etcd=not config.common.tls.enabled,
+        )
+        self.replicas.fence = self.fence
         self.metrics = BrokerMetrics()
         self.isr.on_isr_change = self.metrics.on_isr_change
         self.replicas.fetchers = FetcherManager(config.num_replica_fetchers, self._new_fetcher)
@@ -171,8 +181,11 @@ class BrokerAgent:
         c = self.config
         await self.etcd.connect()
         self._spawn(self.configs.run(self.etcd), "topic-configs")
+        self._spawn(self.fence.run(), "controller-epoch")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._configs_loaded.wait(), CONFIG_LOAD_TIMEOUT_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.fence.loaded.wait(), CONFIG_LOAD_TIMEOUT_S)
         self.isr.start()
         endpoint = Endpoint(c.broker_id, c.common.advertised, port, c.rack)
         self.registration = Registration(

@@ -60,6 +60,23 @@ def check_request(
     return Code.NONE
 
 
+def check_sender(
+    *, request_epoch: int, request_controller_id: int, etcd_epoch: int, etcd_holder: int
+) -> Code:
+    """Whether a control request comes from the controller etcd shows holding its epoch.
+
+    An epoch etcd has not reached, or the epoch's holder not being the sender, is NOT_CONTROLLER;
+    an epoch etcd has moved past is STALE_CONTROLLER_EPOCH (``control_fence`` explains why).
+    """
+    if request_epoch > etcd_epoch:
+        return Code.NOT_CONTROLLER
+    if request_epoch < etcd_epoch:
+        return Code.STALE_CONTROLLER_EPOCH
+    if request_controller_id != etcd_holder:
+        return Code.NOT_CONTROLLER
+    return Code.NONE
+
+
 @dataclass(frozen=True)
 class PartitionDecision:
     """Apply with ``transition``, or answer ``error`` and change nothing."""

@@ -59,6 +59,13 @@ async def apply_leader_and_isr(replicas: ReplicaManager, request: LeaderAndIsr) 
     replicas.follower_quota.bound = request.replication_throttle_bytes_per_sec
     errors: Errors = {}
     to_lead, to_follow = await _classify(replicas, request.partitions, errors)
+    if replicas.fence is not None and (to_lead or to_follow):
+        # Without TLS, a role change applies only if etcd shows it (``control_fence``).
+        unconfirmed = await replicas.fence.unconfirmed_leaders([*to_lead, *to_follow])
+        if unconfirmed:
+            errors.update(unconfirmed)
+            to_lead = [s for s in to_lead if s.tp not in unconfirmed]
+            to_follow = [s for s in to_follow if s.tp not in unconfirmed]
     refused = len(errors)
     await _prepare_logs(replicas, [*to_lead, *to_follow], errors)
     if len(errors) > refused:  # some logs could not be created

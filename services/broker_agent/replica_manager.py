@@ -21,6 +21,7 @@ from services.broker_agent.control import (
     check_request,
     stop_replica_decision,
 )
+from services.broker_agent.control_fence import ControlFence
 from services.broker_agent.control_priority import ControlPriority
 from services.broker_agent.fetcher_manager import FetcherManager
 from services.broker_agent.leader_and_isr import YIELD_EVERY as YIELD_EVERY
@@ -73,6 +74,9 @@ class ReplicaManager:
         self.fetchers: FetcherManager | None = None
         # Where ISR change proposals go (the AlterPartition sender), wired by the app.
         self.submit_isr_change: Callable[[IsrProposal | None], None] = lambda _p: None
+        # What etcd shows of the controller epoch (``control_fence``), wired by the app; a test
+        # playing the controller without etcd leaves it out.
+        self.fence: ControlFence | None = None
 
     # ----------------------------------------------------------------- lookups
 
@@ -134,6 +138,20 @@ class ReplicaManager:
             current_broker_epoch=self.broker_epoch,
         )
 
+    async def _refusal(
+        self, what: str, request: LeaderAndIsr | StopReplica | UpdateMetadata
+    ) -> ControlResult | None:
+        """The answer to a request failing the fences (its own epochs, then etcd's), or None."""
+        code = self._check(request.controller_epoch, request.broker_epoch)
+        if code != Code.NONE:
+            message = self._rejection(code, what, request.controller_epoch, request.broker_epoch)
+            return ControlResult(code, message)
+        if self.fence is not None:
+            refused = await self.fence.check(what, request.controller_epoch, request.controller_id)
+            if refused is not None:
+                return ControlResult(*refused)
+        return None
+
     def _rejection(self, code: Code, what: str, controller_epoch: int, broker_epoch: int) -> str:
         message = (
             f"{what} rejected: {code.name} (request controller epoch {controller_epoch}, "
@@ -153,12 +171,9 @@ class ReplicaManager:
         the loop every ``YIELD_EVERY`` partitions.
         """
         async with self._lock:
-            code = self._check(request.controller_epoch, request.broker_epoch)
-            if code != Code.NONE:
-                message = self._rejection(
-                    code, "LeaderAndIsr", request.controller_epoch, request.broker_epoch
-                )
-                return ControlResult(code, message)
+            refusal = await self._refusal("LeaderAndIsr", request)
+            if refusal is not None:
+                return refusal
             self.controller_epoch = request.controller_epoch
             self._roles_settled.clear()
             try:
@@ -181,16 +196,19 @@ class ReplicaManager:
 
     async def stop_replicas(self, request: StopReplica) -> ControlResult:
         async with self._lock:
-            code = self._check(request.controller_epoch, request.broker_epoch)
-            if code != Code.NONE:
-                message = self._rejection(
-                    code, "StopReplica", request.controller_epoch, request.broker_epoch
-                )
-                return ControlResult(code, message)
+            refusal = await self._refusal("StopReplica", request)
+            if refusal is not None:
+                return refusal
             self.controller_epoch = request.controller_epoch
             errors: dict[TopicPartition, Code] = {}
             stopping = []
+            unconfirmed = (
+                await self.fence.unconfirmed_deletions(request.partitions) if self.fence else ()
+            )
             for ps in request.partitions:
+                if ps.tp in unconfirmed:
+                    errors[ps.tp] = Code.NOT_CONTROLLER
+                    continue
                 existing = self.partitions.get(ps.tp)
                 code = stop_replica_decision(
                     hosted=self.hosted(ps.tp),
@@ -223,12 +241,9 @@ class ReplicaManager:
 
     async def update_metadata(self, request: UpdateMetadata) -> ControlResult:
         async with self._lock:
-            code = self._check(request.controller_epoch, request.broker_epoch)
-            if code != Code.NONE:
-                message = self._rejection(
-                    code, "UpdateMetadata", request.controller_epoch, request.broker_epoch
-                )
-                return ControlResult(code, message)
+            refusal = await self._refusal("UpdateMetadata", request)
+            if refusal is not None:
+                return refusal
             if request.metadata_digest and request.metadata_digest != self.metadata.digest():
                 return ControlResult(
                     Code.METADATA_DIGEST_MISMATCH,

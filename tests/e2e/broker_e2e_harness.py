@@ -4,9 +4,11 @@
 it stamps LeaderAndIsr / UpdateMetadata with its controller epoch and each broker's epoch (read
 from the broker's etcd registration), elects leaders exactly when the test says so, and serves
 ControllerService (AlterPartition with the partition-epoch check, ControlledShutdown moving
-leadership to another ISR member). That lets a test construct the precise leader-change
-sequences of KIP-101 and KIP-279. ``BrokerCluster`` starts, kills and restarts broker processes
-through LocalCluster's process handling.
+leadership to another ISR member). Like a real controller it writes what brokers check in etcd
+before they obey: the controller epoch it holds, and each partition state before it is sent.
+That lets a test construct the precise leader-change sequences of KIP-101 and KIP-279.
+``BrokerCluster`` starts, kills and restarts broker processes through LocalCluster's process
+handling.
 """
 
 from __future__ import annotations
@@ -137,6 +139,26 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         self._channels: dict[int, grpc.aio.Channel] = {}
         self._channel_pids: dict[int, int | None] = {}
         self._stale: list[grpc.aio.Channel] = []
+        self._epoch_written = False
+
+    async def _hold_epoch(self) -> None:
+        """Write the controller epoch key naming this double, as an elected controller does."""
+        if not self._epoch_written:
+            record = metadata_pb2.ControllerEpoch(epoch=CONTROLLER_EPOCH, controller_id=100)
+            ks = self.cluster.keyspace
+            await self.cluster.etcd.put(ks.controller_epoch, record.SerializeToString())
+            self._epoch_written = True
+
+    async def _commit(self, topic: str, partition: int, s: PState) -> None:
+        """The partition state in etcd, as the controller commits it before sending it."""
+        state = metadata_pb2.PartitionState(
+            leader=s.leader,
+            leader_epoch=s.leader_epoch,
+            isr=list(s.isr),
+            controller_epoch=CONTROLLER_EPOCH,
+        )
+        key = self.cluster.keyspace.partition_state(topic, partition)
+        await self.cluster.etcd.put(key, state.SerializeToString())
 
     async def start(self) -> None:
         self.server = grpc.aio.server()
@@ -185,6 +207,7 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         return sorted(b for b in registered if self.cluster.is_up(b))
 
     async def update_metadata(self) -> None:
+        await self._hold_epoch()
         live = await self.live_brokers()
         states = [
             control_pb2.UpdateMetadataPartitionState(
@@ -217,6 +240,8 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
     async def send_state(self, topic: str, partition: int, to: list[int]) -> dict[int, int]:
         """LeaderAndIsr with the partition's current state to ``to``; broker -> error code."""
         s = self.partitions[(topic, partition)]
+        await self._hold_epoch()
+        await self._commit(topic, partition, s)
         codes = {}
         for broker_id in to:
             resp = await self.control(broker_id).LeaderAndIsr(

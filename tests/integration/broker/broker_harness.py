@@ -72,6 +72,9 @@ async def start_broker(
         **settings,
     )
     agent = BrokerAgent(config)
+    # The test plays a controller that writes nothing to etcd: no etcd fence for its requests
+    # (``control_fence`` has its own tests, with a real controller epoch in etcd).
+    agent.replicas.fence = None
 
     async def on_start() -> None:
         await agent.start(runner.port)
