@@ -326,7 +326,7 @@ class Scenario:
         if self.admin:
             port = c.spec.admin_port or free_port()
             args = ["--etcd", c.etcd.endpoint, "--cluster-id", c.spec.cluster_id,
-                    "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+                    "--host", "127.0.0.1", "--port", str(port), "--insecure"]  # fmt: skip
             c.admin = Proc(
                 "admin",
                 ["services.admin", *args],

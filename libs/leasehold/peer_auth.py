@@ -15,9 +15,11 @@ the caller is a controller, nor which broker it is. Three rules follow from the 
 
 The identity of a peer comes from its certificate, by this convention (deploy/README.md):
 
-* a URI SAN ``spiffe://<trust-domain>/<role>[/<id>]`` (e.g. ``spiffe://leasehold/broker/2``);
-  the id may also be a StatefulSet pod name ending in ``-<id>`` (``broker-agent-2``), as
-  cert-manager's CSI driver issues them per pod; or
+* a URI SAN ``spiffe://<trust-domain>/<role>[/<id>]`` (e.g. ``spiffe://leasehold/broker/2``).
+  Certificates issued per pod (cert-manager's CSI driver) name the pod instead: a broker's
+  StatefulSet pod name ends in ``-<id>`` (``broker-agent-2``); a controller's Deployment pod
+  name stands for the id the controller derives from it (``--controller-id-from-hostname``:
+  ``hostname_id``); or
 * the subject common name ``<role>``, ``<role>-<id>`` or ``<role>.<anything>``.
 
 Roles are ``controller``, ``broker`` and ``admin``; ``broker-agent`` is the same as ``broker``.
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import re
+import zlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -99,7 +102,17 @@ class Identity:
         return self.role if self.id is None else f"{self.role}/{self.id}"
 
 
-def _id_of(text: str) -> int | None:
+def hostname_id(hostname: str) -> int:
+    """A controller's id from its pod name: CRC-32 of the UTF-8 bytes, top bit cleared."""
+    return zlib.crc32(hostname.encode()) & 0x7FFFFFFF
+
+
+def _id_of(role: str, text: str) -> int | None:
+    """The id an identity's instance segment names (see the module doc), or None."""
+    if text.isascii() and text.isdigit() and len(text) <= 10:
+        return int(text)
+    if role == CONTROLLER:
+        return hostname_id(text)
     match = _TRAILING_ID.search(text)
     return int(match.group(1)) if match else None
 
@@ -129,7 +142,7 @@ def _identity_of_uri(uri: str, trust_domain: str | None) -> Identity | None:
     role = _ALIASES.get(segments[0].lower())
     if role is None:
         return None
-    ident = _id_of(segments[1]) if len(segments) > 1 and segments[1] else None
+    ident = _id_of(role, segments[1]) if len(segments) > 1 and segments[1] else None
     return Identity(role, ident)
 
 

@@ -18,7 +18,9 @@ from leasehold import metrics, telemetry
 from leasehold.admin.v1 import admin_pb2, admin_pb2_grpc
 from leasehold.etcd.client import EtcdClient
 from leasehold.etcd.keys import Keyspace
+from leasehold.request_bounds import RequestBoundsInterceptor
 from leasehold.server import Service, ServiceRunner, run_until_signalled
+from services.admin.bounds import counters
 from services.admin.config import AdminConfig
 from services.admin.domain import AdminDomain, build_domain
 from services.admin.servicer import AdminServicer
@@ -68,7 +70,10 @@ class AdminApp:
             ),
             on_start=self._start,
             on_stop=self._stop,
-            interceptors=[self.request_metrics],
+            interceptors=[
+                self.request_metrics,
+                RequestBoundsInterceptor(counters(self.config.limits)),
+            ],
         )
 
     def runner(self) -> ServiceRunner:

@@ -127,6 +127,8 @@ class Snapshot:
     names: frozenset[str] = frozenset()
     # Topics with a pending deletion intent (read with the index or with ``topics``).
     deleting: frozenset[str] = frozenset()
+    # Partitions with a state key in etcd (counted from the keys-only index).
+    partition_count: int = 0
 
     def cluster_configs(self) -> Mapping[str, str]:
         return self.broker_configs.get(None, ({}, 0))[0]
@@ -260,8 +262,8 @@ def build_snapshot(ks: Keyspace, raw: RawRead) -> Snapshot:
     """Parse one revision's key-values into a :class:`Snapshot`."""
     controller, standbys = _parse_controllers(raw.controllers, raw.controller_epoch)
     topics = _parse_topics(ks, raw)
-    indexed = (ks.parse_topic_key(kv.key) for kv in raw.topic_keys)
-    names = {p[0] for p in indexed if p is not None and p[1] is None} | set(topics)
+    indexed = [p for kv in raw.topic_keys if (p := ks.parse_topic_key(kv.key)) is not None]
+    names = {p[0] for p in indexed if p[1] is None} | set(topics)
     deleting = {_suffix(kv.key, ks.delete_topics_prefix) for kv in raw.deletions}
     return Snapshot(
         revision=raw.revision,
@@ -272,4 +274,5 @@ def build_snapshot(ks: Keyspace, raw: RawRead) -> Snapshot:
         standby_controller_ids=standbys,
         names=frozenset(names),
         deleting=frozenset(deleting),
+        partition_count=sum(1 for p in indexed if p[1] is not None),
     )

@@ -42,6 +42,7 @@ from services.admin.store import AdminStore, Change, Want
 from services.admin.validate import (
     check_partition_cap,
     check_topic_names,
+    check_total_partitions,
     for_item,
     no_duplicates,
     require_topic,
@@ -142,6 +143,8 @@ class Topics:
             for topic in topics:
                 with for_item(f"Topic '{topic.name}'", len(topics) > 1):
                     plans.append(self.plan_topic(topic, snapshot, [p.name for p in plans]))
+            adding = sum(p.num_partitions for p in plans)
+            check_total_partitions(snapshot.partition_count, adding, self.limits)
         if validate_only:
             return plans
         trace = trace_context(call)
@@ -224,7 +227,13 @@ class Topics:
 
         async def attempt() -> tuple[list[TopicResult], int] | None:
             snapshot = await self.store.snapshot(
-                Want(brokers=True, topic_names=tuple(names), deletions=True, reassignments=True)
+                Want(
+                    brokers=True,
+                    topic_names=tuple(names),
+                    deletions=True,
+                    reassignments=True,
+                    topic_index=True,
+                )
             )
             plans: list[TopicResult] = []
             changes: list[Change] = []
@@ -246,6 +255,8 @@ class Topics:
                     )
                 )
                 changes.append(self._growth_change(topic, full, call))
+            adding = sum(len(p.assignments) for p in plans)
+            check_total_partitions(snapshot.partition_count, adding, self.limits)
             if validate_only:
                 return plans, 0
             revision = await self.store.commit(changes)

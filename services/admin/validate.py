@@ -64,6 +64,17 @@ def check_partition_cap(count: int, limits: Limits) -> None:
         )
 
 
+def check_total_partitions(existing: int, adding: int, limits: Limits) -> None:
+    """The cluster may hold at most ``limits.max_total_partitions`` (RESOURCE_EXHAUSTED)."""
+    if existing + adding > limits.max_total_partitions:
+        raise LeaseholdError(
+            common_pb2.ERROR_CODE_POLICY_VIOLATION,
+            f"The cluster has {existing} partitions; adding {adding} would pass its limit of "
+            f"{limits.max_total_partitions} (--max-total-partitions).",
+            "RESOURCE_EXHAUSTED",
+        )
+
+
 def check_topic_name(name: str) -> None:
     problem = topic_name_problem(name)
     if problem is not None:

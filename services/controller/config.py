@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from leasehold.config import CommonConfig, add_common_arguments, common_from_args, env
 from leasehold.etcd.session import DEFAULT_TTL
+from leasehold.peer_auth import hostname_id
 
 DEFAULT_PORT = 9190
 
@@ -67,8 +67,10 @@ def controller_id_from_hostname(hostname: str) -> int:
     A Kubernetes Deployment gives its pods no ordinal, only a unique name (``$HOSTNAME``); the
     id must stay the same for the life of the pod and differ between pods. Two names colliding
     is about one in two billion per pair; the election would still keep one active controller.
+    A certificate naming the pod (``spiffe://<cluster>/controller/<pod name>``) names this id
+    (``leasehold.peer_auth``, which holds the one definition).
     """
-    return zlib.crc32(hostname.encode()) & 0x7FFFFFFF
+    return hostname_id(hostname)
 
 
 def _hostname(environ: Mapping[str, str]) -> str:

@@ -19,6 +19,7 @@ CONTROLLERS = {"controller-1": "1", "controller-2": "2"}
 BROKERS = {"broker-1": "1", "broker-2": "2", "broker-3": "3"}
 LEASEHOLD = [*CONTROLLERS, *BROKERS, "admin"]
 TLS_ENV = {
+    "LEASEHOLD_INSECURE": "false",  # the base says plaintext explicitly; TLS turns it off
     "LEASEHOLD_TLS_CERT": "/etc/leasehold/tls/tls.crt",
     "LEASEHOLD_TLS_KEY": "/etc/leasehold/tls/tls.key",
     "LEASEHOLD_TLS_CA": "/etc/leasehold/tls/ca.crt",

@@ -244,10 +244,17 @@ def test_every_service_exports_traces_to_jaeger(rendered, tree):
 
 
 def _secret_mounts(workload: dict[str, Any], container: dict[str, Any]) -> dict[str, dict]:
-    """mountPath -> secret volume source, for the container's secret volumes."""
+    """mountPath -> secret volume source, for the container's secret volumes. A cert-manager CSI
+    volume (one certificate per pod, as brokers need) counts as a required secret: the pod does
+    not start without its certificate."""
     volumes = {v["name"]: v for v in pod_template(workload)["spec"].get("volumes", [])}
     mounts = {m["mountPath"]: volumes.get(m["name"], {}) for m in container.get("volumeMounts", [])}
-    return {path: volume["secret"] for path, volume in mounts.items() if "secret" in volume}
+    out = {path: volume["secret"] for path, volume in mounts.items() if "secret" in volume}
+    for path, volume in mounts.items():
+        if volume.get("csi", {}).get("driver") == "csi.cert-manager.io":
+            assert "secret" not in volume, volume
+            out[path] = {"optional": False, "csi": volume["csi"]}
+    return out
 
 
 def test_prod_turns_tls_on_with_required_secrets(rendered):

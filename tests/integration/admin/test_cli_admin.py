@@ -39,7 +39,8 @@ def service(etcd_server, tmp_path_factory):
     log = open(tmp_path_factory.mktemp("admin") / "admin.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "services.admin", "--etcd", etcd_server.endpoint,
-         "--cluster-id", ks.cluster_id, "--port", str(port), "--grace-seconds", "0.2"],
+         "--cluster-id", ks.cluster_id, "--port", str(port), "--grace-seconds", "0.2",
+         "--insecure"],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
