@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from leasehold import telemetry
 from leasehold.logs import configure
 from leasehold.metrics import RequestMetrics
+from leasehold.request_bounds import RequestBoundsInterceptor
 from leasehold.server import Service, ServiceRunner, run_until_signalled
 from services.broker_agent.app import SERVICE_NAMES, BrokerAgent
+from services.broker_agent.bounds import counters
 from services.broker_agent.config import BrokerConfig, config_from_args
 from services.broker_agent.registration import BrokerIdInUseError
 
@@ -38,7 +40,15 @@ async def serve(config: BrokerConfig) -> None:
             register=agent.register,
             on_start=on_start,
             on_stop=agent.stop,
-            interceptors=[RequestMetrics(agent.metrics.registry, "broker")],
+            interceptors=[
+                RequestMetrics(agent.metrics.registry, "broker"),
+                RequestBoundsInterceptor(
+                    counters(
+                        config.max_partitions_per_request,
+                        config.max_control_partitions_per_request,
+                    )
+                ),
+            ],
         ),
     )
     try:

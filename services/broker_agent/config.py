@@ -50,6 +50,10 @@ class BrokerConfig:
     controller_retry_backoff_ms: int = 500
     # Flush the log before answering acks=all, and after every follower append.
     flush_on_replicate: bool = True
+    # Partitions one request may name (``bounds``): clients' and followers' requests, and the
+    # controller's (a failover UpdateMetadata names every partition of the cluster).
+    max_partitions_per_request: int = 100_000
+    max_control_partitions_per_request: int = 250_000
 
     def __post_init__(self) -> None:
         if self.broker_id < 0:
@@ -64,6 +68,8 @@ class BrokerConfig:
             raise ValueError("--min-insync-replicas must be at least 1")
         if self.replica_lag_time_max_ms < 1:
             raise ValueError("--replica-lag-time-max-ms must be positive")
+        if min(self.max_partitions_per_request, self.max_control_partitions_per_request) < 1:
+            raise ValueError("the per-request partition limits must be at least 1")
 
 
 def _int_env(name: str, default: int) -> int:
@@ -98,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("controlled-shutdown-timeout-ms", d.controlled_shutdown_timeout_ms),
         ("controlled-shutdown-retry-backoff-ms", d.controlled_shutdown_retry_backoff_ms),
         ("controller-retry-backoff-ms", d.controller_retry_backoff_ms),
+        ("max-partitions-per-request", d.max_partitions_per_request),
+        ("max-control-partitions-per-request", d.max_control_partitions_per_request),
     ]
     for flag, default in ints:
         a(f"--{flag}", type=int, default=_int_env(flag.upper().replace("-", "_"), default))
@@ -151,6 +159,8 @@ def config_from_args(argv: Sequence[str] | None = None) -> BrokerConfig:
             controlled_shutdown_retry_backoff_ms=ns.controlled_shutdown_retry_backoff_ms,
             controller_retry_backoff_ms=ns.controller_retry_backoff_ms,
             flush_on_replicate=ns.flush_on_replicate,
+            max_partitions_per_request=ns.max_partitions_per_request,
+            max_control_partitions_per_request=ns.max_control_partitions_per_request,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -25,7 +25,9 @@ from leasehold.controller.v1 import controller_pb2_grpc
 from leasehold.etcd.client import EtcdClient
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
+from leasehold.request_bounds import RequestBoundsInterceptor
 from leasehold.server import Service, ServiceRunner
+from services.controller.bounds import counters
 from services.controller.channels import (
     LEADER_AND_ISR,
     STOP_REPLICA,
@@ -92,7 +94,10 @@ class ControllerApp:
             ),
             on_start=on_start,
             on_stop=self.stop,
-            interceptors=[metrics_server.RequestMetrics(self.metrics.registry, "controller")],
+            interceptors=[
+                metrics_server.RequestMetrics(self.metrics.registry, "controller"),
+                RequestBoundsInterceptor(counters()),
+            ],
             self_reported=[SERVICE_NAME],
         )
 

@@ -2,15 +2,16 @@
 
 The cluster (2 controllers, 4 brokers, admin) hosts one topic, ``fuzz-base``, on brokers 1-3 with
 some records in it (admin fuzzing may add small ``fz-*`` topics anywhere, never touches the base
-topic). Broker 4 hosts no base replica: it is the target of BrokerControlService fuzzing,
-because a control request carrying a *higher* controller epoch is legitimately obeyed (a broker
-cannot tell a forged epoch from a new controller's), which would cut the real controller off
-from a broker that hosts data.
+topic). Broker 4 hosts no base replica: it is the target of BrokerControlService fuzzing. The
+cluster is plaintext, where a request copying etcd's epoch and holder passes the sender check and
+an UpdateMetadata carrying it is obeyed (``control_fence`` says what a plaintext broker cannot
+check): fuzzing a broker that hosts data could mislead clients of the base topic.
 
 Every call goes through :meth:`FuzzCluster.call`, which checks the invariants that hold for any
 input: the answer is either OK with a response whose error codes are all known ``ErrorCode``
 values, or a gRPC error with a non-empty message that is neither INTERNAL nor UNKNOWN (nor
-DEADLINE_EXCEEDED: the service hung); and the process called is still alive afterwards.
+DEADLINE_EXCEEDED: the service hung) and is bounded (``MAX_STATUS_CHARS``: it must fit an HTTP/2
+header however long the input was); and the process called is still alive afterwards.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ BASE_TOPIC = "fuzz-base"
 BASE_ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1]}
 SACRIFICE = 4  # the broker BrokerControlService fuzzing talks to
 CALL_TIMEOUT_S = 15.0
+# A status message never quotes unbounded input (``leasehold.grpc_errors.bounded``).
+MAX_STATUS_CHARS = 1100
 KNOWN_CODES = frozenset(common_pb2.ErrorCode.values())
 FORBIDDEN = (
     grpc.StatusCode.INTERNAL,
@@ -129,7 +132,8 @@ class FuzzCluster:
             await producer.flush()
 
     def stop(self) -> None:
-        # Broker 4 was told of forged controllers: its controlled shutdown would chase them.
+        # Broker 4's metadata may hold fuzzed controller endpoints (an UpdateMetadata copying
+        # etcd's epoch and holder is obeyed without TLS): its controlled shutdown would chase them.
         self.cluster.brokers[SACRIFICE].kill()
         for ch in self._channels.values():
             ch.close()
@@ -181,6 +185,9 @@ class FuzzCluster:
                 f"{type(request).__name__} answered {outcome.status.name}: {outcome.message}"
             )
             assert outcome.message.strip(), f"{outcome.status.name} without a message"
+            assert len(outcome.message) <= MAX_STATUS_CHARS, (
+                f"{type(request).__name__}: a {len(outcome.message)}-character status message"
+            )
         else:
             unknown = [(p, c) for p, c in error_codes(outcome.response) if c not in KNOWN_CODES]
             assert not unknown, f"unknown error codes {unknown} in {outcome.response}"
@@ -220,6 +227,17 @@ class FuzzCluster:
         assert self._etcd is not None
         kv = self.run(self._etcd.get(self.keyspace.controller_epoch))
         return metadata_pb2.ControllerEpoch.FromString(kv.value).controller_id
+
+    def controller_epoch(self) -> int:
+        assert self._etcd is not None
+        kv = self.run(self._etcd.get(self.keyspace.controller_epoch))
+        return metadata_pb2.ControllerEpoch.FromString(kv.value).epoch
+
+    def live_endpoints(self) -> list[common_pb2.BrokerEndpoint]:
+        return [
+            common_pb2.BrokerEndpoint(broker_id=b, host="127.0.0.1", port=proc.port)
+            for b, proc in sorted(self.cluster.brokers.items())
+        ]
 
     def partition_state(self, partition: int) -> tuple[metadata_pb2.PartitionState, int]:
         """The base topic's partition state and its partition epoch (mod revision)."""

@@ -3,18 +3,58 @@
 etcd, two controllers, three broker agents and the admin service, each its own process, on fixed
 ports so the CLI works without flags (admin at 127.0.0.1:9093). Data and logs go to ``./run``
 (wiped at start unless ``--keep``).
+
+Mutual TLS on every hop by default: a local CA and one certificate per process (and one for
+clients) in ``run/certs``. ``run/client.json`` names the admin address and the client
+certificate (``leasehold.client_config``); it is also written to the user's client config file
+(``~/.config/leasehold/client.json``) unless that file is someone else's, so the CLI and SDK find
+the cluster with no flags. ``--insecure`` starts every process in plaintext instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import signal
 import sys
 import time
 from pathlib import Path
 
+from leasehold.client_config import config_path
 from leasehold.testing.cluster import ClusterSpec, LocalCluster
+
+# Marks a client config file that ``make run`` wrote (and may therefore overwrite).
+WRITTEN_BY = "make run"
+
+
+def client_config(cluster: LocalCluster) -> dict:
+    """The client config file's content for ``cluster`` (``leasehold.client_config``)."""
+    config: dict = {"admin": cluster.admin_address, "written_by": WRITTEN_BY}
+    if cluster.ca is None:
+        config["insecure"] = True
+    else:
+        certs = cluster.client_certs
+        config["tls"] = {"ca": certs.ca, "cert": certs.cert, "key": certs.key}
+    return config
+
+
+def publish_client_config(cluster: LocalCluster) -> list[Path]:
+    """Write the client config into the run directory, and as the user's client config file
+    unless one not written by ``make run`` is there; the paths written."""
+    text = json.dumps(client_config(cluster), indent=2) + "\n"
+    written = [cluster.workdir / "client.json"]
+    written[0].write_text(text)
+    user = config_path()
+    try:
+        existing = json.loads(user.read_text()) if user.exists() else {"written_by": WRITTEN_BY}
+    except (OSError, ValueError):
+        existing = {}
+    if isinstance(existing, dict) and existing.get("written_by") == WRITTEN_BY:
+        user.parent.mkdir(parents=True, exist_ok=True)
+        user.write_text(text)
+        written.append(user)
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--controllers", type=int, default=2)
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--racks", default="", help="comma-separated racks assigned round-robin")
+    p.add_argument(
+        "--insecure", action="store_true", help="plaintext everywhere instead of mutual TLS"
+    )
     args = p.parse_args(argv)
 
     workdir = Path(args.workdir).resolve()
@@ -39,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         admin_port=args.admin_port,
         controller_base_port=9191,
         broker_base_port=9101,
+        tls=not args.insecure,
     )
     cluster = LocalCluster(spec, workdir=str(workdir))
     stop = False
@@ -57,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--- {proc.name} ---\n{cluster.logs(proc.name, 20)}", file=sys.stderr)
         cluster.stop()
         return 1
-    print("Leasehold is running:")
+    configs = publish_client_config(cluster)
+    print("Leasehold is running" + (" (PLAINTEXT: --insecure)" if args.insecure else "") + ":")
     print(f"  etcd          {cluster.etcd.endpoint}")
     for cid, proc in cluster.controllers.items():
         print(f"  controller {cid}  {proc.address}")
@@ -65,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  broker {bid}      {proc.address}")
     print(f"  admin         {cluster.admin_address}   (the CLI's default)")
     print(f"  logs and data {workdir}")
+    if cluster.ca is not None:
+        print(f"  certificates  {cluster.ca.dir}   (mutual TLS on every hop)")
+    print(f"  client config {', '.join(str(c) for c in configs)}")
+    if len(configs) == 1:
+        print(f"  (yours was left alone: export LEASEHOLD_CLIENT_CONFIG={configs[0]})")
     print("Try: leasehold cluster describe   (Ctrl-C stops everything)")
     sys.stdout.flush()
     reported: set[str] = set()
