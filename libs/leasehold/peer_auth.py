@@ -203,10 +203,11 @@ def decide(
         )
     if claimed is not None and Identity(*claimed) not in identities:
         role, ident = claimed
-        held = ", ".join(sorted(str(i) for i in identities if i.role == role)) or "none"
+        ids = sorted(str(i.id) for i in identities if i.role == role and i.id is not None)
+        held = f"{role} {', '.join(ids)}" if ids else f"no {role} id"
         return Refusal(
             grpc.StatusCode.PERMISSION_DENIED,
-            f"{method} speaks for {role} {ident}, but the certificate names {role} {held}",
+            f"{method} speaks for {role} {ident}, but the certificate names {held}",
         )
     return None
 

@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="leasehold-admin", description="Leasehold admin service (the management API)"
     )
-    add_common_arguments(parser, DEFAULT_PORT, max_receive_bytes=4 * 1024 * 1024)
+    add_common_arguments(parser, DEFAULT_PORT, max_receive_bytes=2 * 1024 * 1024)
     parser.add_argument(
         "--max-partitions-per-topic",
         type=int,

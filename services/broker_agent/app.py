@@ -79,7 +79,9 @@ class BrokerAgent:
         self.controller = ControllerClient(
             self.etcd,
             self.keyspace,
-            lambda: self.metadata.controller_endpoint,
+            # Without TLS an UpdateMetadata's controller address is only a claim: etcd's
+            # election alone names the controller then (``control_fence``).
+            (lambda: self.metadata.controller_endpoint) if config.common.tls.enabled else None,
             config.common.tls if config.common.tls.ca else None,
             config.controller_retry_backoff_ms,
         )

@@ -19,7 +19,10 @@ a request would make it do that cannot be undone by the next real request:
   leader epoch (the controller commits a state before it sends it), so a forged leader epoch
   jump cannot make a follower lead;
 * a StopReplica that deletes a replica applies only if etcd shows the topic gone, queued for
-  deletion, or no longer assigning the partition to this broker.
+  deletion, or no longer assigning the partition to this broker;
+* a follower fetches from the address its leader registered in etcd, not from the one a
+  LeaderAndIsr names, and AlterPartition and ControlledShutdown go to the controller etcd's
+  election names, not to the one an UpdateMetadata names.
 
 What a plaintext broker cannot check, and TLS is there for: an UpdateMetadata or a non-deleting
 StopReplica claiming the holder's id at etcd's epoch (wrong metadata for clients, or a paused
@@ -39,6 +42,7 @@ from leasehold.metadata.v1 import metadata_pb2
 from services.broker_agent.control import check_sender
 from services.broker_agent.model import (
     Code,
+    Endpoint,
     LeaderAndIsrPartition,
     StopReplicaPartition,
     TopicPartition,
@@ -183,6 +187,21 @@ class ControlFence:
                 )
                 refused[s.tp] = Code.FENCED_LEADER_EPOCH
         return refused
+
+    async def leader_endpoints(self, leader_ids: Iterable[int]) -> tuple[Endpoint, ...]:
+        """Where each of ``leader_ids`` registered in etcd (unregistered ones left out)."""
+        ids = sorted(leader_ids)
+        try:
+            kvs = await asyncio.gather(*(self._etcd.get(self._keyspace.broker(b)) for b in ids))
+        except EtcdError as exc:
+            log.warning("cannot read leader registrations from etcd: %s", exc)
+            return ()
+        out = []
+        for kv in kvs:
+            if kv is not None:
+                reg = metadata_pb2.BrokerRegistration.FromString(kv.value)
+                out.append(Endpoint(reg.broker_id, reg.host, reg.port, reg.rack))
+        return tuple(out)
 
     async def unconfirmed_deletions(
         self, partitions: Sequence[StopReplicaPartition]

@@ -85,7 +85,12 @@ async def apply_leader_and_isr(replicas: ReplicaManager, request: LeaderAndIsr) 
             proposal = partition.propose_recovered()
             if proposal is not None:  # usually not: only an unclean election's leader
                 replicas.submit_isr_change(proposal)
-    await _start_fetchers(replicas, followers, request.live_leaders, errors)
+    live_leaders = request.live_leaders
+    if replicas.fence is not None and replicas.fence.confirm_in_etcd and followers:
+        # Without TLS, followers fetch from the addresses the leaders registered in etcd, not
+        # from addresses a request names.
+        live_leaders = await replicas.fence.leader_endpoints({p.leader_id for p in followers})
+    await _start_fetchers(replicas, followers, live_leaders, errors)
     if replicas.fetchers is not None:
         await replicas.fetchers.shutdown_idle_fetchers()
     return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))

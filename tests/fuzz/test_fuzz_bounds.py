@@ -33,7 +33,7 @@ pytestmark = pytest.mark.e2e
 LONG = 100_000
 FAST_S = 5.0
 RSS_SLACK_MB = 64
-ADMIN_RECEIVE = 4 * 1024 * 1024  # the admin service's default --max-receive-bytes
+ADMIN_RECEIVE = 2 * 1024 * 1024  # the admin service's default --max-receive-bytes
 CONTROLLER_RECEIVE = 16 * 1024 * 1024
 SERVICES = [
     ("admin", admin_pb2, "AdminService", ADMIN_RECEIVE),

@@ -68,8 +68,9 @@ async def _call(runner: ServiceRunner, ca: CertificateAuthority, role: str, brok
 @pytest.mark.parametrize(
     ("role", "broker_id", "code"),
     [
-        ("broker", 1, "OK"),
-        ("broker", -1, "INVALID_ARGUMENT"),
+        ("broker", 5, "OK"),  # the certificate is broker 5's (``_call``)
+        ("broker", 1, "PERMISSION_DENIED"),  # speaking for another broker
+        ("broker", -1, "PERMISSION_DENIED"),
         ("controller", 1, "PERMISSION_DENIED"),
         ("admin", 1, "PERMISSION_DENIED"),
         ("client", 1, "PERMISSION_DENIED"),

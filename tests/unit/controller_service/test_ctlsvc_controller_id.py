@@ -11,6 +11,12 @@ import pytest
 from services.controller.config import controller_id_from_hostname, parse_args
 
 
+@pytest.fixture(autouse=True)
+def _plaintext(monkeypatch):
+    """These tests are about the controller id: the services' TLS flags have their own tests."""
+    monkeypatch.setenv("LEASEHOLD_INSECURE", "1")
+
+
 @pytest.mark.parametrize(
     ("hostname", "expected"),
     [

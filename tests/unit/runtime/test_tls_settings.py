@@ -69,7 +69,7 @@ def test_half_configured_tls_is_a_one_line_error(pem, capsys, argv, message):
 
 
 def test_the_admin_accepts_small_requests_only_by_default():
-    assert admin_args(["--insecure"]).common.max_receive_bytes == 4 * 1024 * 1024
+    assert admin_args(["--insecure"]).common.max_receive_bytes == 2 * 1024 * 1024
     tuned = admin_args(["--insecure", "--max-receive-bytes", "65536"])
     assert tuned.common.max_receive_bytes == 65536
 
