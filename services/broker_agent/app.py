@@ -79,9 +79,7 @@ class BrokerAgent:
         self.controller = ControllerClient(
             self.etcd,
             self.keyspace,
-            # Without TLS an UpdateMetadata's controller address is only a claim: etcd's
-            # election alone names the controller then (``control_fence``).
-            (lambda: self.metadata.controller_endpoint) if config.common.tls.enabled else None,
+            self._announced_controller,
             config.common.tls if config.common.tls.ca else None,
             config.controller_retry_backoff_ms,
         )
@@ -149,6 +147,15 @@ class BrokerAgent:
             self.replicas.priority.data_turn,
             self.replicas.priority.pause,
         )
+
+    def _announced_controller(self) -> tuple[str, int] | None:
+        """The controller address the last UpdateMetadata named, if it may be believed: without
+        TLS it is only a claim, and etcd's election alone names the controller
+        (``control_fence``)."""
+        fence = self.replicas.fence
+        if fence is not None and fence.confirm_in_etcd:
+            return None
+        return self.metadata.controller_endpoint
 
     def _on_configs(self, topics: set[str] | None) -> None:
         self._configs_loaded.set()

@@ -39,7 +39,7 @@ class ControllerClient:
         self,
         etcd: EtcdClient,
         keyspace: Keyspace,
-        cached_endpoint: Callable[[], tuple[str, int] | None] | None,
+        cached_endpoint: Callable[[], tuple[str, int] | None],
         tls: TlsConfig | None = None,
         backoff_ms: int = 500,
     ) -> None:
@@ -71,7 +71,7 @@ class ControllerClient:
 
     async def _candidates(self, rediscover: bool) -> list[str]:
         targets: list[str] = []
-        cached = self._cached_endpoint() if self._cached_endpoint is not None else None
+        cached = self._cached_endpoint()
         if rediscover or self._discovered is None:
             self._discovered = await self._election_endpoint()
         if self._discovered is not None:

@@ -216,7 +216,7 @@ def _rss_mb(pid: int) -> float:
 
 async def test_the_issues_oversized_requests_are_refused_short_fast_and_flat(cluster):
     """DescribeTopics of a 100,000-character name, 20 topics x 50,000 partitions, 1,000,000
-    explicit assignments (past the receive limit) and 300,000 (under it): each a short error in
+    explicit assignments (past the receive limit) and 150,000 (under it): each a short error in
     well under a second; the admin service's memory stays where it was."""
     huge_assignment = [
         admin_pb2.ReplicaAssignment(partition=p, broker_ids=[1]) for p in range(1_000_000)
@@ -231,7 +231,7 @@ async def test_the_issues_oversized_requests_are_refused_short_fast_and_flat(clu
             admin_pb2.CreatableTopic(name="explicit", assignments=huge_assignment)]),
          grpc.StatusCode.RESOURCE_EXHAUSTED),
         ("CreateTopics", admin_pb2.CreateTopicsRequest(topics=[
-            admin_pb2.CreatableTopic(name="explicit", assignments=huge_assignment[:300_000])]),
+            admin_pb2.CreatableTopic(name="explicit", assignments=huge_assignment[:150_000])]),
          grpc.StatusCode.INVALID_ARGUMENT),
     ]  # fmt: skip
     pid = cluster.admin.pid
