@@ -48,6 +48,12 @@ def quote(text: object, limit: int = QUOTE_CHARS) -> str:
     return f"'{text[:limit]}...' ({len(text)} characters)"
 
 
+def cut(text: object, limit: int = QUOTE_CHARS) -> str:
+    """``text`` for an error message without quotes, cut as :func:`quote` cuts it."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def topic_name_problem(name: str) -> str | None:
     """Why ``name`` is not a legal topic name, in Kafka's words, or ``None`` if it is legal.
 

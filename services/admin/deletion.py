@@ -17,6 +17,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, PreconditionError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_put
 from leasehold.metadata.v1 import metadata_pb2
+from leasehold.validation import quote
 from services.admin.config import Limits
 from services.admin.model import OK, CallContext, Outcome
 from services.admin.operations import (
@@ -84,7 +85,7 @@ class Deletions:
             for name in names:
                 with (
                     validating("DeleteTopics", topic=name),
-                    for_item(f"Topic '{name}'", len(names) > 1),
+                    for_item(f"Topic {quote(name)}", len(names) > 1),
                 ):
                     topic = require_live_topic(snapshot, name)
                 ids[name] = topic.topic_id

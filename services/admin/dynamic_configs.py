@@ -17,6 +17,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, NotFoundError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_delete, op_put
 from leasehold.metadata.v1 import metadata_pb2
+from leasehold.validation import quote
 from services.admin.config import Limits
 from services.admin.operations import optimistic
 from services.admin.snapshot import Snapshot
@@ -43,7 +44,7 @@ class Resource:
     @property
     def label(self) -> str:
         if self.type == configs.ResourceType.TOPIC:
-            return f"Topic '{self.name}'"
+            return f"Topic {quote(self.name)}"
         return f"Broker '{self.name}'" if self.name else "Cluster default"
 
 

@@ -15,6 +15,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_put
 from leasehold.metadata.v1 import metadata_pb2
+from leasehold.validation import cut
 from services.admin.config import Limits
 from services.admin.model import CallContext, OperationStatus, Outcome, PartitionOutcome
 from services.admin.operations import (
@@ -87,7 +88,9 @@ class Elections:
                     "ElectLeaders", topic=",".join(names), partition_count=len(partitions)
                 ):
                     for topic_name, partition in partitions:
-                        with for_item(f"Partition {topic_name}-{partition}", len(partitions) > 1):
+                        with for_item(
+                            f"Partition {cut(topic_name)}-{partition}", len(partitions) > 1
+                        ):
                             topic = require_live_topic(snapshot, topic_name)
                             require_partition(topic, partition)
                 for name in names:

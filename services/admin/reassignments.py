@@ -22,7 +22,7 @@ from leasehold.errors import InvalidRequestError, PreconditionError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_put
 from leasehold.metadata.v1 import metadata_pb2
 from leasehold.reassign_json import TopicPartition as Tp
-from leasehold.validation import duplicates
+from leasehold.validation import cut, duplicates
 from services.admin.config import Limits
 from services.admin.model import (
     CallContext,
@@ -250,7 +250,7 @@ class Reassignments:
                 partition_count=len(requests),
             ):
                 for r in requests:
-                    with for_item(f"Partition {r.tp}", len(requests) > 1):
+                    with for_item(f"Partition {cut(r.tp)}", len(requests) > 1):
                         topics[r.topic] = self._plan_entry(snapshot, r)
                 targets = {
                     Tp(r.topic, r.partition): list(r.replicas) for r in requests if not r.cancel

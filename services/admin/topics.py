@@ -27,6 +27,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, PreconditionError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_delete, op_put
 from leasehold.metadata.v1 import metadata_pb2
+from leasehold.validation import quote
 from services.admin.config import Limits
 from services.admin.model import (
     CallContext,
@@ -141,7 +142,7 @@ class Topics:
         plans: list[TopicResult] = []
         with validating("CreateTopics", topic=",".join(t.name for t in topics)):
             for topic in topics:
-                with for_item(f"Topic '{topic.name}'", len(topics) > 1):
+                with for_item(f"Topic {quote(topic.name)}", len(topics) > 1):
                     plans.append(self.plan_topic(topic, snapshot, [p.name for p in plans]))
             adding = sum(p.num_partitions for p in plans)
             check_total_partitions(snapshot.partition_count, adding, self.limits)
@@ -240,7 +241,7 @@ class Topics:
             for request in requests:
                 with (
                     validating("CreatePartitions", topic=request.name),
-                    for_item(f"Topic '{request.name}'", len(requests) > 1),
+                    for_item(f"Topic {quote(request.name)}", len(requests) > 1),
                 ):
                     topic = require_topic(snapshot, request.name)
                     added = self.plan_growth(request, topic, snapshot)

@@ -114,9 +114,7 @@ def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
             problem = topic_name_problem(topic)
             if problem is not None:
                 # Names reach file paths (<data-dir>/<topic>-<p>): refuse anything illegal.
-                raise InvalidRequestError(
-                    Code.INVALID_REQUEST, f"invalid topic {topic!r}: {problem}"
-                )
+                raise InvalidRequestError(Code.INVALID_REQUEST, f"invalid topic: {problem}")
             names.add(topic)
         if partition < 0:
             raise InvalidRequestError(
