@@ -90,8 +90,8 @@ class ControlFence:
             self.loaded.set()
 
         async def on_events(events: WatchEvents, _revision: int) -> None:
-            for is_put, key, value in events.changes():
-                if is_put and key == self._keyspace.controller_epoch:
+            for deleted, key, value in events.changes():
+                if not deleted and key == self._keyspace.controller_epoch:
                     self._apply(value)
 
         await load_then_watch(self._etcd, self._keyspace.controller_epoch, on_load, on_events)
