@@ -26,7 +26,7 @@ Roles are ``controller``, ``broker`` and ``admin``; ``broker-agent`` is the same
 A call without a client certificate is UNAUTHENTICATED; the wrong role, or an id that is not the
 certificate's, PERMISSION_DENIED. The checks run whenever the server uses TLS; a plaintext
 server (``--insecure``, with a warning) has no identities to check: there, a request's claims are
-checked only against etcd (see the broker's ``controller_epoch`` module).
+checked only against etcd (``services/broker_agent/control_fence.py``).
 """
 
 from __future__ import annotations

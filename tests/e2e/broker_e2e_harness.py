@@ -142,10 +142,18 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         self._epoch_written = False
 
     async def _hold_epoch(self) -> None:
-        """Write the controller epoch key naming this double, as an elected controller does."""
+        """Win the election and the epoch as a controller does: its registration under the
+        election prefix (where plaintext brokers look for the controller) and the epoch key
+        naming it."""
         if not self._epoch_written:
-            record = metadata_pb2.ControllerEpoch(epoch=CONTROLLER_EPOCH, controller_id=100)
             ks = self.cluster.keyspace
+            registration = metadata_pb2.ControllerRegistration(
+                controller_id=100, host="127.0.0.1", port=self.port
+            )
+            await self.cluster.etcd.put(
+                ks.controller_election_prefix + b"double", registration.SerializeToString()
+            )
+            record = metadata_pb2.ControllerEpoch(epoch=CONTROLLER_EPOCH, controller_id=100)
             await self.cluster.etcd.put(ks.controller_epoch, record.SerializeToString())
             self._epoch_written = True
 
