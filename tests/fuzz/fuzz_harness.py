@@ -167,6 +167,14 @@ class FuzzCluster:
         address = self.cluster.controllers[controller_id].address
         return controller_pb2_grpc.ControllerServiceStub(self._channel(address))
 
+    def raw(self, proc: Proc, method: str):
+        """``method`` of ``proc`` taking and returning bytes (``.call(payload, timeout=...)``)."""
+
+        class Raw:
+            call = self._channel(proc.address).unary_unary(method)
+
+        return Raw
+
     def address(self, broker_id: int) -> str:
         return self.cluster.brokers[broker_id].address
 
@@ -179,7 +187,7 @@ class FuzzCluster:
             outcome = Outcome(response)
         except grpc.RpcError as e:
             outcome = Outcome(None, e.code(), e.details() or "")
-        assert proc.alive(), f"{proc.name} died on {type(request).__name__}: {request}"
+        assert proc.alive(), f"{proc.name} died on {type(request).__name__}: {request!r:.500}"
         if outcome.failed:
             assert outcome.status not in FORBIDDEN, (
                 f"{type(request).__name__} answered {outcome.status.name}: {outcome.message}"
@@ -188,7 +196,7 @@ class FuzzCluster:
             assert len(outcome.message) <= MAX_STATUS_CHARS, (
                 f"{type(request).__name__}: a {len(outcome.message)}-character status message"
             )
-        else:
+        elif isinstance(outcome.response, Message):
             unknown = [(p, c) for p, c in error_codes(outcome.response) if c not in KNOWN_CODES]
             assert not unknown, f"unknown error codes {unknown} in {outcome.response}"
         return outcome
