@@ -20,13 +20,17 @@ LOCK_DEV := requirements/dev.lock
 LOCKS := $(LOCK_DEV) requirements/runtime.lock requirements/pipeline.lock requirements/build.lock
 UV_DIR := .tools/uv
 
-.PHONY: help venv lock lock-check node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
+STAMP_PEER := $(VENV)/.peer-installed
+KAFKA_POM := bench/peers/kafka/pom.xml
+
+.PHONY: help venv lock lock-check node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench bench-peer bench-peer-install run clean
 
 help:
 	@echo "make run     - start a local cluster (etcd, 2 controllers, 3 brokers, admin)"
 	@echo "make test    - lint, proto lint, generated-code check, full test suite"
 	@echo "make chaos   - minutes-long fault-injection runs"
 	@echo "make bench   - benchmarks with same-run baselines"
+	@echo "make bench-peer - the same scenarios on Leasehold and Apache Kafka, side by side"
 
 $(STAMP_VENV): pyproject.toml $(LOCK_DEV)
 	$(MAKE) --no-print-directory lock-check
@@ -119,6 +123,18 @@ chaos: $(STAMP_VENV)
 
 bench: $(STAMP_VENV)
 	$(PY) -m bench
+
+# The Kafka peer: confluent-kafka (the bench extra) and the Kafka server's jars, resolved with
+# Maven into .tools/ (bench/peers/kafka/install.py). Installed here, never at run time.
+$(STAMP_PEER): $(STAMP_VENV) $(KAFKA_POM)
+	$(PY) -m pip install --quiet -e '.[dev,pipeline,bench]'
+	$(PY) -m bench.peers.kafka.install
+	@touch $@
+
+bench-peer-install: $(STAMP_PEER)
+
+bench-peer: $(STAMP_PEER)
+	$(PY) -m bench --peer kafka
 
 run: $(STAMP_VENV)
 	$(PY) -m leasehold.testing.run_local

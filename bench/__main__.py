@@ -4,6 +4,9 @@ With no suite named, every registered suite runs in order (raw limits first); op
 whose module does not exist are skipped. Each suite prints a table per result with the ratio to
 the baseline measured in the same run, and writes ``<out>/<suite>.json`` (default
 ``bench/results/``, gitignored). The exit status is 1 if any suite failed.
+
+``python -m bench --peer kafka [--quick]`` (``make bench-peer``) instead runs the side-by-side
+scenarios on Leasehold and Apache Kafka (``bench/peers``) and writes ``<out>/peer-kafka.json``.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory for <suite>.json")
     p.add_argument("--time-limit", type=float, default=None, help="seconds allowed per suite")
     p.add_argument("--list", action="store_true", help="list the suites and exit")
+    p.add_argument(
+        "--peer", choices=["kafka"], help="run the side-by-side scenarios against this peer"
+    )
     args = p.parse_args(argv)
     unknown = [s for s in args.suites if s not in names]
     if unknown:
@@ -46,6 +52,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.peer:
+        from bench.peers.run import main as peer_main
+
+        return peer_main(args.peer, args.quick, args.out)
     console = Console() if sys.stdout.isatty() else Console(width=140)
     if args.list:
         for entry in SUITES:
