@@ -20,7 +20,7 @@ LOCK_DEV := requirements/dev.lock
 LOCKS := $(LOCK_DEV) requirements/runtime.lock requirements/pipeline.lock requirements/build.lock
 UV_DIR := .tools/uv
 
-STAMP_PEER := $(VENV)/.peer-installed
+STAMP_PEER := .tools/.kafka-installed
 KAFKA_POM := bench/peers/kafka/pom.xml
 
 .PHONY: help venv lock lock-check node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench bench-peer bench-peer-install run clean
@@ -65,7 +65,7 @@ lock:
 	  { echo "# pyproject-digest: $$digest"; echo "# Made by make lock from pyproject.toml; do not edit."; cat $$out.tmp; } > $$out
 	  rm -f $$out.tmp
 	}
-	compile $(LOCK_DEV) pyproject.toml --extra build --extra dev --extra pipeline
+	compile $(LOCK_DEV) pyproject.toml --extra build --extra dev --extra pipeline --extra bench
 	compile requirements/runtime.lock pyproject.toml -c $(LOCK_DEV)
 	compile requirements/pipeline.lock pyproject.toml --extra pipeline -c $(LOCK_DEV)
 	$(PYTHON_BOOT) requirements/digest.py extra build > requirements/build.in.tmp
@@ -112,7 +112,7 @@ fmt: $(STAMP_VENV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: lint proto-lint proto-check $(STAMP_NODE) browser
+test: lint proto-lint proto-check $(STAMP_NODE) browser $(STAMP_PEER)
 	PYSPARK_PYTHON=$(abspath $(PY)) SPARK_LOCAL_IP=127.0.0.1 $(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP_VENV)
@@ -124,10 +124,9 @@ chaos: $(STAMP_VENV)
 bench: $(STAMP_VENV)
 	$(PY) -m bench
 
-# The Kafka peer: confluent-kafka (the bench extra) and the Kafka server's jars, resolved with
-# Maven into .tools/ (bench/peers/kafka/install.py). Installed here, never at run time.
+# The Kafka peer's server jars, resolved with Maven into .tools/ (bench/peers/kafka/install.py;
+# its client, confluent-kafka, is the venv's bench extra). Installed here, never at run time.
 $(STAMP_PEER): $(STAMP_VENV) $(KAFKA_POM)
-	$(PY) -m pip install --quiet -e '.[dev,pipeline,bench]'
 	$(PY) -m bench.peers.kafka.install
 	@touch $@
 

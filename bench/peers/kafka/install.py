@@ -12,6 +12,7 @@ or a clear error saying which make target installs it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -33,10 +34,12 @@ INSTALL_TARGET = "make bench-peer-install"
 
 @dataclass(frozen=True)
 class KafkaDist:
-    """Where one Kafka version's jars live (``libs``) and whether they are complete."""
+    """Where one Kafka version's jars live (``libs``) and whether they are complete: the
+    stamp holds the digest of the ``pom.xml`` they were resolved from."""
 
     version: str
     home: Path
+    pom_digest: str = ""
 
     @property
     def libs(self) -> Path:
@@ -44,7 +47,10 @@ class KafkaDist:
 
     @property
     def installed(self) -> bool:
-        return (self.home / STAMP).exists()
+        try:
+            return (self.home / STAMP).read_text().strip() == self.pom_digest
+        except OSError:
+            return False
 
     def classpath(self) -> str:
         return str(self.libs / "*")
@@ -60,7 +66,8 @@ def pom_version(pom: Path = POM) -> str:
 
 def dist(tools: Path = TOOLS, pom: Path = POM) -> KafkaDist:
     version = pom_version(pom)
-    return KafkaDist(version, tools / f"kafka-{version}")
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()
+    return KafkaDist(version, tools / f"kafka-{version}", digest)
 
 
 def installed_libs() -> KafkaDist:
@@ -84,7 +91,7 @@ def install(tools: Path = TOOLS, pom: Path = POM, quiet: bool = True) -> KafkaDi
     scratch = Path(tempfile.mkdtemp(prefix=f".kafka-{d.version}-", dir=tools))
     try:
         command = [
-            "mvn", "-B", *(["-q"] if quiet else []), "-f", str(pom),
+            "mvn", "-B", "-Dstyle.color=never", *(["-q"] if quiet else []), "-f", str(pom),
             f"-Dmaven.repo.local={tools / 'm2'}",
             f"{DEPENDENCY_PLUGIN}:copy-dependencies",
             "-DincludeScope=runtime", f"-DoutputDirectory={scratch / 'libs'}",
@@ -92,7 +99,7 @@ def install(tools: Path = TOOLS, pom: Path = POM, quiet: bool = True) -> KafkaDi
         subprocess.run(command, check=True)
         if not any((scratch / "libs").glob(f"kafka_2.13-{d.version}.jar")):
             raise RuntimeError(f"Maven did not copy kafka_2.13-{d.version}.jar")
-        (scratch / STAMP).write_text(f"{d.version}\n")
+        (scratch / STAMP).write_text(f"{d.pom_digest}\n")
         shutil.rmtree(d.home, ignore_errors=True)
         scratch.rename(d.home)
     finally:

@@ -155,10 +155,16 @@ class KafkaSide:
 
     # --- topic creation -------------------------------------------------------------------------
 
-    def create(self, names: list[str], per_topic: int, configs: Mapping[str, str] = ()) -> dict:
+    def create(
+        self,
+        names: list[str],
+        per_topic: int,
+        configs: Mapping[str, str] = (),
+        replication: int = 3,
+    ) -> dict:
         """One CreateTopics request; answer and every broker's Metadata showing all led."""
         views = BrokerViews(self.kc.broker_addresses(), next(iter(self.topics), None)).open()
-        new = [NewTopic(n, per_topic, 3, config=dict(configs)) for n in names]
+        new = [NewTopic(n, per_topic, replication, config=dict(configs)) for n in names]
         started = time.time()
         futures = self.admin.create_topics(new, request_timeout=300, operation_timeout=300)
         for name, future in futures.items():

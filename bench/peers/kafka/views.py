@@ -1,13 +1,14 @@
 """What each Kafka broker shows, through a real client (``confluent-kafka``, librdkafka).
 
 A Metadata answer says which broker gave it (``ClusterMetadata.orig_broker_id``), but
-librdkafka, not the caller, picks the broker a metadata request goes to: with sparse
-connections (its default) a client keeps using the one connection it has up. :class:`BrokerViews`
-therefore opens clients until it holds one answering from each broker it watches ("pinned"),
-and :meth:`BrokerViews.first_done` polls them all back to back, crediting every answer to the
-broker that gave it (a client that wanders to another broker still counts, for that broker).
-So each instant is what that broker itself answered, stamped on arrival, as the Leasehold
-observer does with each broker's own gRPC Metadata answer (``bench/observe.py``).
+librdkafka, not the caller, picks the broker each metadata request goes to: with its sparse
+connections it keeps to whichever connection it has up, which need not be the broker it was
+bootstrapped with. :class:`BrokerViews` therefore opens several clients connected to every
+broker (``enable.sparse.connections=false``: each request goes to a random one of them), polls
+them all back to back and credits every answer to the broker that gave it. Each instant is what
+that broker itself answered, stamped on arrival, as the Leasehold observer does with each
+broker's own gRPC Metadata answer (``bench/observe.py``); with two clients per watched broker,
+each broker is asked about as often as the Leasehold observer asks each of its brokers.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, ClusterMetadata, PartitionMetadata
 
-PIN_ATTEMPTS = 12
+CLIENTS_PER_BROKER = 2
 QUIET = {"log_level": 3}  # librdkafka: errors only (a killed broker's refusals are expected)
 
 
@@ -29,26 +30,20 @@ def client(bootstrap: str, **extra: Any) -> AdminClient:
 
 
 class BrokerViews:
-    """One client answering from each of ``addresses`` (broker id -> host:port)."""
+    """Clients asking every broker of ``addresses`` (broker id -> host:port) at random."""
 
     def __init__(self, addresses: Mapping[int, str], probe_topic: str | None = None) -> None:
         self.addresses = dict(addresses)
         self.probe_topic = probe_topic
-        self.clients: dict[int, AdminClient] = {}
+        self.clients: list[AdminClient] = []
 
     def open(self, timeout: float = 30.0) -> BrokerViews:
-        for broker, address in self.addresses.items():
-            fallback = None
-            for _ in range(PIN_ATTEMPTS):
-                c = client(address)
-                # An existing topic keeps the probe small; None asks for every topic.
-                answer = c.list_topics(topic=self.probe_topic, timeout=timeout)
-                if answer.orig_broker_id == broker:
-                    self.clients[broker] = c
-                    break
-                fallback = fallback or c
-            else:  # answers are credited to whoever gave them, so this still observes
-                self.clients[broker] = fallback
+        bootstrap = ",".join(self.addresses.values())
+        for _ in range(CLIENTS_PER_BROKER * len(self.addresses)):
+            c = client(bootstrap, **{"enable.sparse.connections": False})
+            # Connects it; an existing topic keeps the answer small (None: every topic).
+            c.list_topics(topic=self.probe_topic, timeout=timeout)
+            self.clients.append(c)
         return self
 
     def first_done(
@@ -63,12 +58,13 @@ class BrokerViews:
         ``topic``) for which ``done(broker, answer)`` holds; ``TimeoutError`` naming the
         brokers still pending after ``timeout``."""
         lock = threading.Lock()
+        stop = threading.Event()  # set when the caller is interrupted: the threads end too
         found: dict[int, float] = {}
         deadline = time.monotonic() + timeout
-        watched = set(self.clients)
+        watched = set(self.addresses)
 
         def poll(c: AdminClient) -> None:
-            while time.monotonic() < deadline:
+            while time.monotonic() < deadline and not stop.is_set():
                 with lock:
                     if watched <= found.keys():
                         return
@@ -86,7 +82,10 @@ class BrokerViews:
                 time.sleep(interval)
 
         with ThreadPoolExecutor(len(self.clients)) as pool:
-            list(pool.map(poll, self.clients.values()))
+            try:
+                list(pool.map(poll, self.clients))
+            finally:
+                stop.set()
         missing = watched - found.keys()
         if missing:
             raise TimeoutError(f"brokers {sorted(missing)} not done after {timeout:g}s")
