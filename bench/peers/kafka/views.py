@@ -1,14 +1,14 @@
 """What each Kafka broker shows, through a real client (``confluent-kafka``, librdkafka).
 
 A Metadata answer says which broker gave it (``ClusterMetadata.orig_broker_id``), but
-librdkafka, not the caller, picks the broker each metadata request goes to: with its sparse
-connections it keeps to whichever connection it has up, which need not be the broker it was
-bootstrapped with. :class:`BrokerViews` therefore opens several clients connected to every
-broker (``enable.sparse.connections=false``: each request goes to a random one of them), polls
-them all back to back and credits every answer to the broker that gave it. Each instant is what
-that broker itself answered, stamped on arrival, as the Leasehold observer does with each
-broker's own gRPC Metadata answer (``bench/observe.py``); with two clients per watched broker,
-each broker is asked about as often as the Leasehold observer asks each of its brokers.
+librdkafka, not the caller, picks the broker a metadata request goes to: after its first
+answer it drops the bootstrap connection and keeps to one learned broker it connected to, which
+need not be the one it was bootstrapped with. :class:`BrokerViews` therefore keeps, per watched
+broker, a client *pinned* to it (one whose answers came from that broker twice in a row; a new
+client is opened until one is), polls each back to back and credits every answer to the broker
+that gave it; a client that answers from another broker three times in a row is replaced. Each
+instant is what that broker itself answered, stamped on arrival, as the Leasehold observer does
+with each broker's own gRPC Metadata answer (``bench/observe.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, ClusterMetadata, PartitionMetadata
 
-CLIENTS_PER_BROKER = 2
+PIN_CLIENTS = 20  # clients tried per broker before giving up
+PIN_ANSWERS = 2  # answers in a row from the broker that make a client pinned to it
+STRAY_ANSWERS = 3  # answers in a row from other brokers that make a pinned client replaced
 QUIET = {"log_level": 3}  # librdkafka: errors only (a killed broker's refusals are expected)
 
 
@@ -30,21 +32,28 @@ def client(bootstrap: str, **extra: Any) -> AdminClient:
 
 
 class BrokerViews:
-    """Clients asking every broker of ``addresses`` (broker id -> host:port) at random."""
+    """A client pinned to each of ``addresses`` (broker id -> host:port)."""
 
     def __init__(self, addresses: Mapping[int, str], probe_topic: str | None = None) -> None:
         self.addresses = dict(addresses)
-        self.probe_topic = probe_topic
-        self.clients: list[AdminClient] = []
+        self.probe_topic = probe_topic  # an existing topic keeps probes small; None: all topics
+        self.clients: dict[int, AdminClient] = {}
 
-    def open(self, timeout: float = 30.0) -> BrokerViews:
-        bootstrap = ",".join(self.addresses.values())
-        for _ in range(CLIENTS_PER_BROKER * len(self.addresses)):
-            c = client(bootstrap, **{"enable.sparse.connections": False})
-            # Connects it; an existing topic keeps the answer small (None: every topic).
-            c.list_topics(topic=self.probe_topic, timeout=timeout)
-            self.clients.append(c)
+    def open(self) -> BrokerViews:
+        for broker in self.addresses:
+            self.clients[broker] = self.pin(broker)
         return self
+
+    def pin(self, broker: int, timeout: float = 30.0) -> AdminClient:
+        for _ in range(PIN_CLIENTS):
+            c = client(self.addresses[broker])
+            run = 0
+            for _ in range(PIN_ANSWERS + 3):
+                answer = c.list_topics(topic=self.probe_topic, timeout=timeout)
+                run = run + 1 if answer.orig_broker_id == broker else 0
+                if run == PIN_ANSWERS:
+                    return c
+        raise RuntimeError(f"no Kafka client kept to broker {broker} in {PIN_CLIENTS} tries")
 
     def first_done(
         self,
@@ -61,16 +70,17 @@ class BrokerViews:
         stop = threading.Event()  # set when the caller is interrupted: the threads end too
         found: dict[int, float] = {}
         deadline = time.monotonic() + timeout
-        watched = set(self.addresses)
+        watched = set(self.clients)
 
-        def poll(c: AdminClient) -> None:
+        def poll(mine: int) -> None:
+            stray = 0
             while time.monotonic() < deadline and not stop.is_set():
                 with lock:
                     if watched <= found.keys():
                         return
                 try:
                     kwargs = {"topic": topic} if topic else {}
-                    answer = c.list_topics(timeout=10, **kwargs)
+                    answer = self.clients[mine].list_topics(timeout=10, **kwargs)
                 except Exception:  # the broker is busy or gone: ask again
                     time.sleep(interval)
                     continue
@@ -79,11 +89,15 @@ class BrokerViews:
                 if broker in watched and broker not in found and done(broker, answer):
                     with lock:
                         found.setdefault(broker, arrived)
+                stray = 0 if broker == mine else stray + 1
+                if stray >= STRAY_ANSWERS and mine not in found:
+                    self.clients[mine] = self.pin(mine)
+                    stray = 0
                 time.sleep(interval)
 
         with ThreadPoolExecutor(len(self.clients)) as pool:
             try:
-                list(pool.map(poll, self.clients))
+                list(pool.map(poll, list(self.clients)))
             finally:
                 stop.set()
         missing = watched - found.keys()
