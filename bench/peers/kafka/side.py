@@ -10,7 +10,7 @@ Leasehold side uses (``bench/peers/scenarios.py``). Witnesses:
   epoch=E, leader=L``: what a broker knows of the active controller; Kafka's Metadata answer
   names a random broker as "controller" in KRaft mode), a voter noticing the leader gone (its
   first state transition after the fault), the active controller fencing a broker
-  (``Fencing broker N because its session has timed out``).
+  (``Fencing broker N at epoch E because its session has timed out``).
 """
 
 from __future__ import annotations
@@ -98,6 +98,10 @@ def follows(record: LogRecord, min_epoch: int, not_leader: int) -> bool:
         return False
     epoch, leader = EPOCH.search(msg), LEADER.search(msg)
     return bool(epoch and leader and int(epoch[1]) >= min_epoch and int(leader[1]) != not_leader)
+
+
+def session_timed_out(record: LogRecord) -> bool:
+    return "because its session has timed out" in record.message
 
 
 def active_controller(kc: KafkaCluster) -> tuple[KafkaNode, int]:
@@ -319,11 +323,11 @@ class KafkaSide:
         views = self.views(exclude=(broker,))
         controller, _ = active_controller(self.kc)
         since = {controller.name: controller.log_size()}
-        needle = f"Fencing broker {broker} because its session has timed out"
+        needle = f"Fencing broker {broker} "  # "... at epoch E because its session has timed out."
         killed = time.time()
         node.kill()
         told = views.first_done(all_partitions(self.topics, lambda p: p.leader not in (broker, -1)))
-        fenced = wait_record(self.kc, [controller], since, lambda r: True, contains=needle)
+        fenced = wait_record(self.kc, [controller], since, session_timed_out, contains=needle)
         fenced = fenced[controller.name]
         return {
             "fault_ms": ms(max(told.values()), killed),
