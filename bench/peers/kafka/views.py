@@ -13,6 +13,7 @@ with each broker's own gRPC Metadata answer (``bench/observe.py``).
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ class BrokerViews:
         self.addresses = dict(addresses)
         self.probe_topic = probe_topic  # an existing topic keeps probes small; None: all topics
         self.clients: dict[int, AdminClient] = {}
+        self.call_ms: list[float] = []  # every poll's round trip (the observer's own cost)
 
     def open(self) -> BrokerViews:
         for broker in self.addresses:
@@ -78,6 +80,7 @@ class BrokerViews:
                 with lock:
                     if watched <= found.keys():
                         return
+                asked = time.time()
                 try:
                     kwargs = {"topic": topic} if topic else {}
                     answer = self.clients[mine].list_topics(timeout=10, **kwargs)
@@ -85,6 +88,7 @@ class BrokerViews:
                     time.sleep(interval)
                     continue
                 arrived = time.time()
+                self.call_ms.append((arrived - asked) * 1000)
                 broker = answer.orig_broker_id
                 if broker in watched and broker not in found and done(broker, answer):
                     with lock:
@@ -104,6 +108,9 @@ class BrokerViews:
         if missing:
             raise TimeoutError(f"brokers {sorted(missing)} not done after {timeout:g}s")
         return found
+
+    def median_call_ms(self) -> float:
+        return statistics.median(self.call_ms) if self.call_ms else float("nan")
 
 
 def all_partitions(
