@@ -1,0 +1,1 @@
+"""Other systems measured side by side with Leasehold, in the same run (``make bench-peer``)."""

@@ -22,7 +22,6 @@ from bench.controller_failover import fail_over
 from bench.framework import percentile
 from bench.observe import poll_topics, warm_metadata, watch_until
 from bench.scenario import Scenario, Sizing, count_online
-from leasehold.broker.v1 import broker_pb2
 from leasehold.client import AdminClient, Producer
 from leasehold.common.v1 import common_pb2
 from services.broker_agent.config import BrokerConfig
@@ -224,7 +223,3 @@ class LeaseholdSide:
             "detection_ms": ms(max(told.values()), expired),
             "detected_after_ms": ms(expired, killed),
         }
-
-
-def metadata_request(topics: list[str]) -> broker_pb2.MetadataRequest:
-    return broker_pb2.MetadataRequest(topics=topics)
