@@ -140,3 +140,26 @@ def test_the_leasehold_side_runs_at_the_services_default_ttl():
     assert default_ttl() == ttl == broker
     sizing = default_sizing(10_000)
     assert sizing.ttl == ttl and math.isfinite(sizing.settle_window)
+
+
+def test_tables_pair_both_sides_per_scenario_and_say_when_kafka_split_a_request():
+    from bench.framework import RunContext
+    from bench.peers.run import SideRun, tables
+    from bench.peers.scenarios import Knobs
+
+    ours, theirs = SideRun("Leasehold"), SideRun("Kafka")
+    ours.record("create_10", {"partitions_per_s": 800.0, "brokers_ms": 375.0, "answer_ms": 90.0})
+    theirs.record("create_10", {"partitions_per_s": 400.0, "brokers_ms": 750.0, "split": 1.0})
+    theirs.record("broker_sigkill", {"fault_ms": 9500.0, "observer_call_ms": 120.0})
+    ours.load["create_10"] = 1.5
+    out = tables(ours, theirs, Knobs.of(RunContext(quick=True)))
+    assert [t.title.split(",")[0] for t in out] == [
+        "topic creation",
+        "SIGKILL of a broker leading a third of 300",
+    ]
+    create, kill = out
+    assert create.ratio("partitions_per_s") == 2.0 and create.ratio("answer_ms") is None
+    assert create.load["Leasehold"] == 1.5 and math.isnan(create.load["Kafka"])
+    assert any("POLICY_VIOLATION" in n for n in create.notes)
+    assert kill.leasehold == {} and kill.ratio("fault_ms") is None
+    assert any("120 ms" in n for n in kill.notes)
