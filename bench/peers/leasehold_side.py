@@ -27,6 +27,9 @@ from leasehold.common.v1 import common_pb2
 from services.broker_agent.config import BrokerConfig
 from services.controller.config import ControllerConfig
 
+# A restarted node loads 10,000 logs before it listens: minutes on a loaded 2-core machine.
+RESTART_TIMEOUT_S = 600.0
+
 
 def _default(cls: type, name: str) -> int:
     return next(f.default for f in dataclasses.fields(cls) if f.name == name)
@@ -183,8 +186,8 @@ class LeaseholdSide:
         sc = self.sc
         proc = sc.cluster.brokers[broker]
         proc.start()
-        await asyncio.to_thread(proc.wait_ready, 120)
-        await sc.wait_registered(timeout=120)
+        await asyncio.to_thread(proc.wait_ready, RESTART_TIMEOUT_S)
+        await sc.wait_registered(timeout=RESTART_TIMEOUT_S)
         await self.settled()
         answer = await self.admin.elect_leaders(
             common_pb2.ELECTION_TYPE_PREFERRED, [], timeout_ms=120_000

@@ -33,6 +33,8 @@ from bench.peers.kafka.views import QUIET, BrokerViews, all_partitions, client, 
 TRANSITION = "Completed transition to "
 EPOCH = re.compile(r"epoch=(\d+)")
 LEADER = re.compile(r"leader=(\d+)")
+# A restarted node loads 10,000 logs before it listens: minutes on a loaded 2-core machine.
+RESTART_TIMEOUT_S = 600.0
 DETECTION_SETTINGS = (
     "broker.session.timeout.ms",
     "broker.heartbeat.interval.ms",
@@ -313,7 +315,7 @@ class KafkaSide:
     def restart_controller(self, node: KafkaNode, epoch: int, leader: int) -> None:
         since = {node.name: node.log_size()}
         self.kc.start_node(node)
-        self.kc.wait_listening(node, 120)
+        self.kc.wait_listening(node, RESTART_TIMEOUT_S)
         wait_record(self.kc, [node], since, lambda r: follows(r, epoch, -1))
         time.sleep(2.0)
 
@@ -343,8 +345,8 @@ class KafkaSide:
         """Start it again, wait for full ISRs, elect preferred leaders, wait until shown."""
         node = self.kc.brokers[broker]
         self.kc.start_node(node)
-        self.kc.wait_listening(node, 120)
-        wait_brokers(self.kc.bootstrap, len(self.kc.brokers))
+        self.kc.wait_listening(node, RESTART_TIMEOUT_S)
+        wait_brokers(self.kc.bootstrap, len(self.kc.brokers), RESTART_TIMEOUT_S)
         self.settled()
         self.admin.elect_leaders(ElectionType.PREFERRED, None).result()
         self.views().first_done(
