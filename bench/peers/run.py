@@ -64,10 +64,13 @@ def versions() -> dict[str, str]:
             return ""
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    commit = git("rev-parse", "--short", "HEAD") or "?"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += " with uncommitted changes"
     return {
-        "leasehold": f"{version('leasehold')} ({git('rev-parse', '--short', 'HEAD') or '?'})",
+        "leasehold": f"{version('leasehold')} ({commit})",
         "kafka": dist().version,
-        "confluent-kafka": f"{confluent_kafka.version()[0]} "
+        "confluent-kafka": f"{version('confluent-kafka')} "
         f"(librdkafka {confluent_kafka.libversion()[0]})",
         "java": java.splitlines()[0] if java else "?",
         "python": sys.version.split()[0],
