@@ -1,12 +1,12 @@
 """The Leasehold side of each side-by-side scenario, on the scenario suites' own machinery.
 
 The cluster is :class:`bench.scenario.Scenario` (etcd, 2 controllers, 3 broker agents, admin,
-real processes) run with the services' *default* session TTL, read from their configuration
-classes (:func:`default_ttl`), not the longer TTL the single-system suites used at 10,000
-partitions. The figures reuse the suites' own steps and witnesses: topic creation is
-``bench.topic_creation.create``, a controller failover ``bench.controller_failover.fail_over``,
-brokers are watched with ``bench.observe.poll_topics`` (each broker's own Metadata answer) and
-etcd watches. Keys of the returned figures match the Kafka side (``bench/peers/kafka/side.py``).
+real processes) at the services' default session TTL (``Sizing.ttl``; :func:`default_ttl`
+reads it from their configuration classes for the output). The figures reuse the suites' own
+steps and witnesses: topic creation is ``bench.topic_creation.create``, a controller failover
+``bench.controller_failover.fail_over``, brokers are watched with ``bench.observe.poll_topics``
+(each broker's own Metadata answer) and etcd watches. Keys of the returned figures match the
+Kafka side (``bench/peers/kafka/side.py``).
 """
 
 from __future__ import annotations
@@ -47,8 +47,12 @@ def default_ttl() -> int:
 
 
 def default_sizing(partitions: int) -> Sizing:
-    """The scenario suites' settle rules and log placement for this size, at the default TTL."""
-    return dataclasses.replace(Sizing.of(partitions), ttl=default_ttl())
+    """The scenario suites' settle rules and log placement for this size; its sessions run at
+    the services' default TTL, which the output reports from their configuration classes."""
+    sizing = Sizing.of(partitions)
+    if sizing.ttl != default_ttl():
+        raise RuntimeError(f"scenario TTL {sizing.ttl} s is not the default {default_ttl()} s")
+    return sizing
 
 
 def ms(later: float, earlier: float) -> float:
