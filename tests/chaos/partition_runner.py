@@ -83,6 +83,7 @@ class PartitionRun(ChaosRun):
         self.lab = NetnsLab()
         self.outcome = Outcome(scenario.name, expects=scenario.expects)
         self._window: tuple[float, float, Cut] | None = None
+        self._last_wait = ""
         try:
             super().__init__(config, emit)
         except BaseException:
@@ -140,39 +141,51 @@ class PartitionRun(ChaosRun):
         o.detection_s = None if changed is None or changed > healed else changed - started
         o.recovery_s = await self._recovered(probe, cut, healed)
         self.at(f"recovered after {_secs(o.recovery_s, 'never')} from the heal")
+        self.at(
+            f"etcd timeline: {len(timeline.points)} snapshots, {timeline.failed_reads} failed "
+            f"reads; first change after the cut at {_secs(changed and changed - started, 'none')}"
+        )
         self._window = (started, healed, cut)
 
     async def _recovered(self, probe: ClusterProbe, cut: Cut, healed: float) -> float | None:
         """Seconds from the heal until in sync, online and on one controller epoch (and, for
         a client cut, acknowledged again on the victim's partitions)."""
+        waiting = "not checked"
         while self.clock() - healed <= RECOVERY_BOUND_S:
             try:
-                ok = await self._settled(probe)
-            except Exception:  # etcd or a broker still reconnecting: not yet
-                ok = False
-            if ok and cut.peers == (self.lab.gateway,):
-                ok = self._acked_since(healed, cut.led)
-            if ok:
+                waiting = await self._unsettled(probe)
+            except Exception as e:  # etcd or a broker still reconnecting: not yet
+                waiting = f"probe failed: {e!r}"[:200]
+            if not waiting and cut.peers == (self.lab.gateway,):
+                if not self._acked_since(healed, cut.led):
+                    waiting = f"an acknowledgement on {list(cut.led)}"
+            if not waiting:
                 return self.clock() - healed
+            if waiting != self._last_wait:
+                self.at(f"recovery waits for: {waiting}")
+                self._last_wait = waiting
             await asyncio.sleep(0.2)
         return None
 
-    async def _settled(self, probe: ClusterProbe) -> bool:
+    async def _unsettled(self, probe: ClusterProbe) -> str:
+        """What recovery still waits for ("" once settled)."""
         views = await probe.partitions()
-        if any(v.leader < 0 or set(v.isr) != set(v.replicas) for v in views):
-            return False
-        if await probe.offline():
-            return False
+        lagging = [v.partition for v in views if v.leader < 0 or set(v.isr) != set(v.replicas)]
+        if lagging:
+            return f"leader and full ISR of {lagging}"
+        offline = await probe.offline()
+        if offline:
+            return f"serving leaders of {offline}"
         kv = await probe.etcd.get(probe.ks.controller_epoch)
         epoch = metadata_pb2.ControllerEpoch.FromString(kv.value).epoch
-        for proc in self.cluster.brokers.values():
+        for broker, proc in self.cluster.brokers.items():
             async with grpc.aio.insecure_channel(proc.address) as ch:
                 resp = await broker_pb2_grpc.BrokerServiceStub(ch).Metadata(
                     broker_pb2.MetadataRequest(), timeout=2
                 )
             if resp.controller_epoch != epoch:
-                return False
-        return True
+                return f"broker {broker} on controller epoch {epoch}"
+        return ""
 
     def _acked_since(self, t: float, partitions: tuple[int, ...]) -> bool:
         w = self.workload

@@ -119,7 +119,12 @@ SCENARIOS = {
             ),
             "nothing (the broker keeps its session and its leaderships)",
         ),
-        Scenario("etcd-minority", 10.0, etcd_minority, "nothing (a majority of etcd serves)"),
+        Scenario(
+            "etcd-minority",
+            10.0,
+            etcd_minority,
+            "nothing (every session is kept through the majority)",
+        ),
         Scenario(
             "client-leader",
             9.0,
