@@ -13,20 +13,30 @@ BUF := $(NODE_DIR)/node_modules/.bin/buf
 PROTOS := $(shell find protos -name '*.proto' | sort)
 STAMP_VENV := $(VENV)/.installed
 STAMP_NODE := $(NODE_DIR)/node_modules/.installed
+# Tools built or fetched for tests, cached here (gitignored).
+TOOLS := .tools
 # The whole dependency tree, pinned with hashes, made from pyproject.toml by `make lock`:
 # dev.lock (everything: what make installs), runtime.lock (the server image), pipeline.lock
-# (the pipeline image), build.lock (the build backend the images build the wheel with). The first line of each is the digest of pyproject's pins.
+# (the pipeline image), build.lock (the build backend the images build the wheel with). The
+# first line of each is the digest of pyproject's pins.
 LOCK_DEV := requirements/dev.lock
 LOCKS := $(LOCK_DEV) requirements/runtime.lock requirements/pipeline.lock requirements/build.lock
-UV_DIR := .tools/uv
+UV_DIR := $(TOOLS)/uv
+JAEGER_VERSION := v1.76.0
+JAEGER_BIN := $(TOOLS)/bin/jaeger-$(JAEGER_VERSION)
+GO_CACHE_ENV := GOPATH=$(abspath $(TOOLS))/go GOMODCACHE=$(abspath $(TOOLS))/go/mod \
+	GOCACHE=$(abspath $(TOOLS))/go/cache GOFLAGS="-modcacherw -buildvcs=false"
+JAEGER ?=
 
-.PHONY: help venv lock lock-check node browser proto proto-check proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
+.PHONY: help venv lock lock-check node browser jaeger system-packages proto proto-check \
+	proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
 
 help:
 	@echo "make run     - start a local cluster (etcd, 2 controllers, 3 brokers, admin)"
 	@echo "make test    - lint, proto lint, generated-code check, full test suite"
 	@echo "make chaos   - minutes-long fault-injection runs"
 	@echo "make bench   - benchmarks with same-run baselines"
+	@echo "make jaeger  - build Jaeger all-in-one (make run JAEGER=1 starts it beside the cluster)"
 
 $(STAMP_VENV): pyproject.toml $(LOCK_DEV)
 	$(MAKE) --no-print-directory lock-check
@@ -74,12 +84,38 @@ $(STAMP_NODE): $(NODE_DIR)/package.json
 
 node: $(STAMP_NODE)
 
-# Headless Chromium (Debian's package) for the tests that look at HTML reports as a person would.
-browser:
-	@if ! command -v chromium >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; \
+# Jaeger all-in-one from its Go module, with the machine's Go. Its go.mod has replace
+# directives, so `go install <pkg>@<version>` refuses it: the module is downloaded and built in
+# place. Several minutes of CPU on a 2-core machine, once; the build cache is dropped after.
+$(JAEGER_BIN):
+	mkdir -p $(TOOLS)/bin
+	export $(GO_CACHE_ENV)
+	go mod download github.com/jaegertracing/jaeger@$(JAEGER_VERSION)
+	cd "$$GOMODCACHE/github.com/jaegertracing/jaeger@$(JAEGER_VERSION)"
+	started=$$(date +%s)
+	go build -trimpath -o "$(abspath $@).tmp" ./cmd/jaeger
+	echo "built Jaeger $(JAEGER_VERSION) in $$(( $$(date +%s) - started )) s"
+	mv "$(abspath $@).tmp" "$(abspath $@)"
+	go clean -cache
+
+jaeger: $(JAEGER_BIN)
+
+# Debian packages tests use: nftables (partitions between test hosts in network namespaces)
+# and chromium (a screenshot of a trace in Jaeger's UI). Installed as root when missing.
+system-packages:
+	missing=""
+	command -v nft >/dev/null || missing="$$missing nftables"
+	command -v chromium >/dev/null || missing="$$missing chromium"
+	if [ -z "$$missing" ]; then exit 0; fi
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+	  echo "missing Debian packages:$$missing (tests that need them are skipped)"; exit 0
 	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null
+
+# Headless Chromium (Debian's package) for the tests that look at HTML reports and traces as a
+# person would: part of system-packages.
+browser: system-packages
 
 proto: $(STAMP_VENV)
 	$(PY) -m grpc_tools.protoc -I protos --python_out=libs --grpc_python_out=libs --pyi_out=libs $(PROTOS)
@@ -108,20 +144,21 @@ fmt: $(STAMP_VENV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: lint proto-lint proto-check $(STAMP_NODE) browser
-	PYSPARK_PYTHON=$(abspath $(PY)) SPARK_LOCAL_IP=127.0.0.1 $(PY) -m pytest -q -p no:cacheprovider
+test: lint proto-lint proto-check $(STAMP_NODE) $(JAEGER_BIN) system-packages
+	PYSPARK_PYTHON=$(abspath $(PY)) SPARK_LOCAL_IP=127.0.0.1 \
+	LEASEHOLD_JAEGER_BIN=$(abspath $(JAEGER_BIN)) $(PY) -m pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP_VENV)
 	$(PY) -m pytest -q -m 'not e2e and not spark' -p no:cacheprovider
 
-chaos: $(STAMP_VENV)
+chaos: $(STAMP_VENV) system-packages
 	$(PY) -m pytest -q -m chaos -p no:cacheprovider tests/chaos
 
 bench: $(STAMP_VENV)
 	$(PY) -m bench
 
-run: $(STAMP_VENV)
-	$(PY) -m leasehold.testing.run_local
+run: $(STAMP_VENV) $(if $(JAEGER),$(JAEGER_BIN))
+	LEASEHOLD_JAEGER_BIN=$(abspath $(JAEGER_BIN)) $(PY) -m leasehold.testing.run_local $(if $(JAEGER),--jaeger)
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache .tools
+	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache $(TOOLS) test-output

@@ -9,6 +9,10 @@ clients) in ``run/certs``. ``run/client.json`` names the admin address and the c
 certificate (``leasehold.client_config``); it is also written to the user's client config file
 (``~/.config/leasehold/client.json``) unless that file is someone else's, so the CLI and SDK find
 the cluster with no flags. ``--insecure`` starts every process in plaintext instead.
+
+With ``--jaeger`` (``make run JAEGER=1``) a Jaeger all-in-one (built by ``make jaeger``) runs
+beside the cluster on loopback, OTLP/gRPC on 4317 and the UI on 16686, and every service exports
+its traces to it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from leasehold.client_config import config_path
 from leasehold.testing.cluster import ClusterSpec, LocalCluster
+from leasehold.testing.jaeger import JaegerServer
 
 # Marks a client config file that ``make run`` wrote (and may therefore overwrite).
 WRITTEN_BY = "make run"
@@ -69,11 +74,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--insecure", action="store_true", help="plaintext everywhere instead of mutual TLS"
     )
+    p.add_argument("--jaeger", action="store_true", help="start Jaeger; services trace to it")
+    p.add_argument("--jaeger-ui-port", type=int, default=16686)
+    p.add_argument("--jaeger-otlp-port", type=int, default=4317)
     args = p.parse_args(argv)
 
     workdir = Path(args.workdir).resolve()
     if workdir.exists() and not args.keep:
         shutil.rmtree(workdir)
+    jaeger = None
+    tracing: dict[str, str] = {}
+    if args.jaeger:
+        jaeger = JaegerServer(
+            workdir / "jaeger", query_port=args.jaeger_ui_port, otlp_port=args.jaeger_otlp_port
+        )
+        try:
+            jaeger.start()
+        except Exception as e:
+            print(f"Jaeger failed to start: {e}", file=sys.stderr)
+            return 1
+        tracing = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_endpoint,
+            "OTEL_EXPORTER_OTLP_INSECURE": "true",
+            "OTEL_TRACES_SAMPLER": "parentbased_always_on",
+        }
     spec = ClusterSpec(
         controllers=args.controllers,
         brokers=args.brokers,
@@ -83,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         controller_base_port=9191,
         broker_base_port=9101,
         tls=not args.insecure,
+        extra_env=tracing,
     )
     cluster = LocalCluster(spec, workdir=str(workdir))
     stop = False
@@ -100,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         for proc in cluster.processes():
             print(f"--- {proc.name} ---\n{cluster.logs(proc.name, 20)}", file=sys.stderr)
         cluster.stop()
+        if jaeger is not None:
+            jaeger.stop()
         return 1
     configs = publish_client_config(cluster)
     print("Leasehold is running" + (" (PLAINTEXT: --insecure)" if args.insecure else "") + ":")
@@ -109,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     for bid, proc in cluster.brokers.items():
         print(f"  broker {bid}      {proc.address}")
     print(f"  admin         {cluster.admin_address}   (the CLI's default)")
+    if jaeger is not None:
+        print(f"  Jaeger UI     {jaeger.ui_url}   (OTLP/gRPC at {jaeger.otlp_endpoint})")
     print(f"  logs and data {workdir}")
     if cluster.ca is not None:
         print(f"  certificates  {cluster.ca.dir}   (mutual TLS on every hop)")
@@ -128,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         print("stopping...")
         cluster.stop()
+        if jaeger is not None:
+            jaeger.stop()
         print("stopped.")
     return 0
 
