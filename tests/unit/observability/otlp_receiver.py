@@ -1,4 +1,4 @@
-"""An in-process OTLP/gRPC trace receiver: what Jaeger's collector endpoint does, for tests.
+"""An in-process OTLP/gRPC trace receiver, for fast telemetry tests (end-to-end tests use Jaeger).
 
 It implements ``opentelemetry.proto.collector.trace.v1.TraceService`` on a free loopback port with
 a threaded gRPC server (so it keeps answering while the test blocks), and keeps every span the
