@@ -6,8 +6,8 @@ the embedded all-in-one one, whose receivers and extensions listen on ``$JAEGER_
 (``localhost`` by default) on fixed ports and which also starts Jaeger-, Zipkin- and sampling
 endpoints we do not need: here exactly four ports are opened, all on ``host`` (loopback unless
 told): OTLP/gRPC (what the services export to), the query service's HTTP port (the UI and its
-JSON API ``/api/services``, ``/api/traces``), its gRPC port and a health check. Its own metrics and traces are
-off (the collector's default Prometheus reader would listen on port 8888).
+JSON API ``/api/services``, ``/api/traces``), its gRPC port and a health check. Its own metrics
+and traces are off (the collector's default Prometheus reader would listen on port 8888).
 
 Jaeger's Go module does not carry the UI's built assets (they come from the separate jaeger-ui
 project, built with npm, and no package registry serves them built), so the binary's UI is
