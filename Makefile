@@ -93,7 +93,7 @@ $(JAEGER_BIN):
 	go mod download github.com/jaegertracing/jaeger@$(JAEGER_VERSION)
 	cd "$$GOMODCACHE/github.com/jaegertracing/jaeger@$(JAEGER_VERSION)"
 	started=$$(date +%s)
-	go build -trimpath -o "$(abspath $@).tmp" ./cmd/jaeger
+	go build -trimpath -ldflags="-s -w" -o "$(abspath $@).tmp" ./cmd/jaeger
 	echo "built Jaeger $(JAEGER_VERSION) in $$(( $$(date +%s) - started )) s"
 	mv "$(abspath $@).tmp" "$(abspath $@)"
 	go clean -cache
