@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -198,6 +199,9 @@ class TlsFiles:
 # leader", and cancels such a watch or keep-alive stream, instead of holding it until its
 # deadline. The caller's retry then goes, by round robin, to another member.
 REQUIRE_LEADER = (("hasleader", "true"),)
+# How etcd answers a call carrying REQUIRE_LEADER on such a member: the call was not executed, so
+# retrying it (a write too) is safe.
+NO_LEADER = "etcdserver: no leader"
 
 
 def _target(endpoints: Sequence[str]) -> str:
@@ -285,16 +289,24 @@ class EtcdClient:
         await self.close()
 
     async def _call(self, method, request, timeout: float | None = None, *, name: str = ""):
-        try:
-            return await method(
-                request,
-                timeout=timeout or self.timeout,
-                wait_for_ready=True,
-                metadata=REQUIRE_LEADER,
-            )
-        except grpc.aio.AioRpcError as e:
-            name = name or type(request).__name__
-            raise EtcdError(f"etcd {name} failed: {e.code().name} {e.details()}") from e
+        """One call within ``timeout``; one a leaderless member refused is sent again (round
+        robin takes it to the next member) until it is answered or the time is up."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            try:
+                return await method(
+                    request,
+                    timeout=max(deadline - time.monotonic(), 0.001),
+                    wait_for_ready=True,
+                    metadata=REQUIRE_LEADER,
+                )
+            except grpc.aio.AioRpcError as e:
+                refused = e.code() == grpc.StatusCode.UNAVAILABLE and e.details() == NO_LEADER
+                if refused and time.monotonic() < deadline - 0.01:
+                    await asyncio.sleep(0.01)
+                    continue
+                name = name or type(request).__name__
+                raise EtcdError(f"etcd {name} failed: {e.code().name} {e.details()}") from e
 
     # --- key-value ------------------------------------------------------------------------------
 
