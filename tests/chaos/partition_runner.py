@@ -83,6 +83,8 @@ class PartitionRun(ChaosRun):
         self.lab = NetnsLab()
         self.outcome = Outcome(scenario.name, expects=scenario.expects)
         self._window: tuple[float, float, Cut] | None = None
+        self._timeline: Timeline | None = None
+        self._recovered_at: float | None = None
         self._last_wait = ""
         try:
             super().__init__(config, emit)
@@ -111,10 +113,13 @@ class PartitionRun(ChaosRun):
                 (a, t) for a, t in zip(w.log.acks, w.ack_times, strict=True) if start <= t <= end
             ]
             self.report.results.append(self._min_isr_check(during, start, cut))
+        if self._window is not None and self._timeline is not None and self.scenario.sessions_kept:
+            self.report.results.append(self._sessions_check())
 
     async def _faults(self, faulter: Faulter) -> None:
         probe = ClusterProbe(self.cluster, faulter.etcd, TOPIC)
         timeline = Timeline(probe, self.clock)
+        self._timeline = timeline
         timeline.start()
         try:
             await asyncio.sleep(self.config.gap_s[0])
@@ -140,6 +145,7 @@ class PartitionRun(ChaosRun):
         changed = timeline.first_change(started)
         o.detection_s = None if changed is None or changed > healed else changed - started
         o.recovery_s = await self._recovered(probe, cut, healed)
+        self._recovered_at = self.clock()
         self.at(f"recovered after {_secs(o.recovery_s, 'never')} from the heal")
         self.at(
             f"etcd timeline: {len(timeline.points)} snapshots, {timeline.failed_reads} failed "
@@ -216,6 +222,25 @@ class PartitionRun(ChaosRun):
         self.say(HEADER)
         self.say("|---|---|---|---|---|---|---|---|---|")
         self.say(row(o))
+
+    def _sessions_check(self) -> CheckResult:
+        """No controller epoch change and no broker re-registration from the cut until recovery,
+        read from etcd at least once a second while the cut lasted (a reader stuck on the cut
+        member would see no change because it sees nothing)."""
+        assert self._window is not None and self._timeline is not None
+        start, healed, _ = self._window
+        end = self._recovered_at or healed
+        problems = self._timeline.sessions_changed(start, end)
+        seen = self._timeline.snapshots_within(start, healed)
+        if seen < healed - start:
+            problems.append(f"only {seen} etcd snapshots in the {healed - start:.0f} s cut")
+        return CheckResult(
+            "every session kept through the cut",
+            not problems,
+            f"controller epoch and broker registrations unchanged from the cut until recovery "
+            f"({seen} etcd snapshots during the cut)",
+            tuple(problems[:10]),
+        )
 
     def _min_isr_check(self, during, start: float, cut: Cut) -> CheckResult:
         late = [

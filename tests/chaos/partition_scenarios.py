@@ -49,6 +49,8 @@ class Scenario:
     choose: Chooser
     # What the cluster is expected to change in etcd (the detection signal), for the table.
     expects: str
+    # Every session must survive the cut: no controller epoch change, no broker re-registering.
+    sessions_kept: bool = False
 
 
 async def _led_by(faulter: Faulter, broker: int, partitions: int) -> tuple[int, ...]:
@@ -118,12 +120,14 @@ SCENARIOS = {
                 _controllers, lambda b: f"broker-{b} (leader of p0) cut from the controllers"
             ),
             "nothing (the broker keeps its session and its leaderships)",
+            sessions_kept=True,
         ),
         Scenario(
             "etcd-minority",
             10.0,
             etcd_minority,
             "nothing (every session is kept through the majority)",
+            sessions_kept=True,
         ),
         Scenario(
             "client-leader",
@@ -132,6 +136,7 @@ SCENARIOS = {
                 _clients, lambda b: f"broker-{b} (leader of p0) cut from the clients"
             ),
             "nothing (only the clients lose the leader)",
+            sessions_kept=True,
         ),
     )
 }
@@ -206,6 +211,24 @@ class Timeline:
             if when > after and before is not None and snap != before:
                 return when
         return None
+
+    def sessions_changed(self, start: float, end: float) -> list[str]:
+        """Controller epoch changes and broker (re-)registrations etcd showed in [start, end]."""
+        before = self.at(start)
+        if before is None:
+            return ["no snapshot before the cut"]
+        out = []
+        for when, snap in self.points:
+            if start < when <= end:
+                if snap.controller != before.controller:
+                    out.append(f"t={when:.1f}s controller {before.controller} -> {snap.controller}")
+                if snap.brokers != before.brokers:
+                    out.append(f"t={when:.1f}s brokers {before.brokers} -> {snap.brokers}")
+                before = snap
+        return out
+
+    def snapshots_within(self, start: float, end: float) -> int:
+        return sum(1 for when, _ in self.points if start <= when <= end)
 
     def below_min_isr(self, partition: int, min_isr: int) -> list[tuple[float, float]]:
         """Intervals during which etcd held an ISR smaller than ``min_isr`` for ``partition``."""

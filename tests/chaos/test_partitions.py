@@ -1,7 +1,8 @@
 """Network partitions on test hosts (each process in its own network namespace).
 
 ``test_partition_short`` (``make test``) cuts the active controller from etcd but not from the
-brokers; ``test_partitions`` (``make chaos``, marker ``chaos``) runs every scenario of
+brokers, and the etcd member every service talks to first from the other members (every session
+must survive it); ``test_partitions`` (``make chaos``, marker ``chaos``) runs every scenario of
 :mod:`partition_scenarios` and prints one result table for all of them. Each run uses a lab of
 its own (unique namespace and bridge names, a free /24) and removes it, even when it fails.
 Needs root and nftables (``make netns-tools``; CI runs as root).
@@ -39,8 +40,9 @@ def _run(name: str, emit=print):
     return run.run(), run.outcome
 
 
-def test_partition_short():
-    report, _ = _run("controller-etcd")
+@pytest.mark.parametrize("name", ["controller-etcd", "etcd-minority"])
+def test_partition_short(name):
+    report, _ = _run(name)
     assert report.ok, report.text
 
 
