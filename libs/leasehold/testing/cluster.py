@@ -12,6 +12,10 @@ service's gRPC port, each presenting its role's identity (``spiffe://<cluster-id
 ``.../broker/<id>``, ``.../admin``); ``client_tls`` is a certificate for the test's own clients.
 Without it every service is started with an explicit ``--insecure`` (plaintext, with the warning
 that goes with it), and ``client_tls`` is an empty ``TlsConfig`` (plaintext, said explicitly).
+
+:class:`~leasehold.testing.netns_cluster.NetnsCluster` runs the same processes on test hosts of
+their own (network namespaces, three etcd members) instead of loopback: ``_place`` says where a
+process runs, and tests reach etcd through ``etcd_endpoints``.
 """
 
 from __future__ import annotations
