@@ -44,6 +44,7 @@ class Span:
     tags: dict
     start_us: int
     duration_us: int
+    links: tuple[str, ...] = ()  # trace ids of the spans it links to (FOLLOWS_FROM references)
 
     @property
     def kind(self) -> str:
@@ -72,6 +73,11 @@ class Trace:
                 tags={t["key"]: t["value"] for t in s.get("tags") or []},
                 start_us=s["startTime"],
                 duration_us=s["duration"],
+                links=tuple(
+                    r["traceID"]
+                    for r in s.get("references") or []
+                    if r["refType"] == "FOLLOWS_FROM"
+                ),
             )
             for s in raw["spans"]
         ]
