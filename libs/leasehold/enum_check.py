@@ -51,7 +51,7 @@ class EnumChecker:
             value = getattr(message, field.name)
             if field.type == _ENUM:
                 values = field.enum_type.values_by_number
-                if field.label == FieldDescriptor.LABEL_REPEATED:
+                if field.is_repeated:
                     for i, v in enumerate(value):
                         if v not in values:
                             yield f"{path}[{i}]", v
@@ -60,7 +60,7 @@ class EnumChecker:
             elif field.message_type.GetOptions().map_entry:
                 for key in value:
                     yield from self._check_value(field.message_type, value[key], f"{path}[{key}]")
-            elif field.label == FieldDescriptor.LABEL_REPEATED:
+            elif field.is_repeated:
                 for i, item in enumerate(value):
                     yield from self.unknown(item, f"{path}[{i}].")
             elif message.HasField(field.name):

@@ -11,7 +11,8 @@ exception through the same table (:func:`error_from_code`).
 from __future__ import annotations
 
 import grpc
-from grpc_status import rpc_status
+from google.protobuf.message import DecodeError
+from google.rpc import status_pb2
 
 from leasehold import error_model
 from leasehold.common.v1 import common_pb2
@@ -36,11 +37,20 @@ _BY_STATUS: dict[str, type[LeaseholdError]] = {
 
 
 def details_of(error: grpc.RpcError) -> error_model.ErrorDetails:
-    """The ErrorCode, reason and field violations a failed call carries."""
-    try:
-        rich = rpc_status.from_call(error)  # type: ignore[arg-type]
-    except ValueError:  # a details trailer that disagrees with the status: not ours
-        rich = None
+    """The ErrorCode, reason and field violations a failed call carries.
+
+    The trailer is read as it is (``grpc_status.rpc_status.from_call`` would also refuse one
+    whose message differs from the status message, which a proxy may have reworded).
+    """
+    raw = next(
+        (v for k, v in error.trailing_metadata() or () if k == error_model.DETAILS_TRAILER), None
+    )
+    rich = None
+    if isinstance(raw, bytes):
+        try:
+            rich = status_pb2.Status.FromString(raw)
+        except DecodeError:
+            rich = None
     return error_model.decode_status(rich, error.code().name)
 
 
