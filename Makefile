@@ -8,13 +8,16 @@ MAKEFLAGS += --warn-undefined-variables --no-builtin-rules
 PYTHON_BOOT ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-NODE_DIR := tests/polyglot
+# Node tooling (buf, ts-proto, tsc) and the TypeScript client's packages.
+NODE_DIR := libs/ts
 BUF := $(NODE_DIR)/node_modules/.bin/buf
 PROTOS := $(shell find protos -name '*.proto' | sort)
+# Vendored protocols no installed Python package ships (server reflection v1).
+VENDOR_PROTOS := third_party/protos/grpc/reflection/v1/reflection.proto
 STAMP_VENV := $(VENV)/.installed
 STAMP_NODE := $(NODE_DIR)/node_modules/.installed
-# Tools built or fetched for tests, cached here (gitignored).
-TOOLS := .tools
+# Tools built or fetched for tests and client generation, cached here (gitignored).
+TOOLS := $(abspath .tools)
 # The whole dependency tree, pinned with hashes, made from pyproject.toml by `make lock`:
 # dev.lock (everything: what make installs), runtime.lock (the server image), pipeline.lock
 # (the pipeline image), build.lock (the build backend the images build the wheel with). The
@@ -28,8 +31,24 @@ GO_CACHE_ENV := GOPATH=$(abspath $(TOOLS))/go GOMODCACHE=$(abspath $(TOOLS))/go/
 	GOCACHE=$(abspath $(TOOLS))/go/cache GOFLAGS="-modcacherw -buildvcs=false"
 JAEGER ?=
 
+# Go and Java tools and caches live in .tools (gitignored); versions are pinned in
+# tools/go/go.mod (protoc plugins) and libs/java/pom.xml (protoc, protoc-gen-grpc-java).
+GO_ENV := GOPATH=$(TOOLS)/go GOMODCACHE=$(TOOLS)/go/mod GOCACHE=$(TOOLS)/go/cache GOFLAGS=-modcacherw GOTOOLCHAIN=local
+MVN := mvn -q -B -Dmaven.repo.local=$(TOOLS)/m2
+JAVA_POM := libs/java/pom.xml
+pom_property = $(shell sed -n 's:.*<$(1)>\(.*\)</$(1)>.*:\1:p' $(JAVA_POM))
+MAVEN_ARCH := linux-$(subst aarch64,aarch_64,$(shell uname -m))
+GO_PLUGINS := $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc
+JAVA_PLUGINS := $(TOOLS)/bin/protoc $(TOOLS)/bin/protoc-gen-grpc-java
+CLIENT_TEMPLATES := buf.gen.clients.yaml buf.gen.ts.yaml
+GENERATED := libs/go/leasehold libs/java/src/main/java libs/ts/src/gen
+CONFORMANCE_GO := $(TOOLS)/bin/conformance-go
+STAMP_JAVA := libs/java/target/.built
+STAMP_TS := libs/ts/dist/.built
+
 .PHONY: help venv lock lock-check node browser jaeger system-packages proto proto-check \
-	proto-lint proto-breaking lint fmt test test-fast chaos bench run clean
+	proto-lint proto-breaking lint fmt test test-fast chaos bench run clean clients clients-check \
+	conformance-build
 
 help:
 	@echo "make run     - start a local cluster (etcd, 2 controllers, 3 brokers, admin)"
@@ -119,11 +138,14 @@ browser: system-packages
 
 proto: $(STAMP_VENV)
 	$(PY) -m grpc_tools.protoc -I protos --python_out=libs --grpc_python_out=libs --pyi_out=libs $(PROTOS)
+	$(PY) -m grpc_tools.protoc -I third_party/protos --python_out=libs/leasehold/vendor $(VENDOR_PROTOS)
 
 # Regenerate into a scratch dir and compare with what is committed.
 proto-check: $(STAMP_VENV)
 	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT
+	mkdir -p $$tmp/leasehold/vendor
 	$(PY) -m grpc_tools.protoc -I protos --python_out=$$tmp --grpc_python_out=$$tmp --pyi_out=$$tmp $(PROTOS)
+	$(PY) -m grpc_tools.protoc -I third_party/protos --python_out=$$tmp/leasehold/vendor $(VENDOR_PROTOS)
 	status=0
 	for f in $$(cd $$tmp && find . -name '*_pb2*' | sort); do
 	  if ! cmp -s "$$tmp/$$f" "libs/$$f"; then echo "generated code out of date: libs/$${f#./} (run make proto)"; status=1; fi
@@ -136,6 +158,48 @@ proto-lint: $(STAMP_NODE)
 proto-breaking: $(STAMP_NODE)
 	if git rev-parse --verify -q main >/dev/null; then $(BUF) breaking --against '.git#branch=main'; else echo "no main branch to compare with"; fi
 
+# --- clients in other languages: Go (libs/go), Java (libs/java), TypeScript (libs/ts) ----------
+
+$(GO_PLUGINS) &: tools/go/go.mod tools/go/go.sum
+	cd tools/go && $(GO_ENV) GOBIN=$(TOOLS)/bin go install tool
+	@touch $(GO_PLUGINS)
+
+$(TOOLS)/bin/protoc: $(JAVA_POM)
+	$(MVN) dependency:copy -Dartifact=com.google.protobuf:protoc:$(call pom_property,protoc.version):exe:$(MAVEN_ARCH) -DoutputDirectory=$(TOOLS)/download
+	install -m 755 $(TOOLS)/download/protoc-$(call pom_property,protoc.version)-$(MAVEN_ARCH).exe $@
+
+$(TOOLS)/bin/protoc-gen-grpc-java: $(JAVA_POM)
+	$(MVN) dependency:copy -Dartifact=io.grpc:protoc-gen-grpc-java:$(call pom_property,grpc.plugin.version):exe:$(MAVEN_ARCH) -DoutputDirectory=$(TOOLS)/download
+	install -m 755 $(TOOLS)/download/protoc-gen-grpc-java-$(call pom_property,grpc.plugin.version)-$(MAVEN_ARCH).exe $@
+
+# buf generate with the local plugins: the public APIs (admin, broker data plane, common).
+clients: $(STAMP_NODE) $(GO_PLUGINS) $(JAVA_PLUGINS)
+	for t in $(CLIENT_TEMPLATES); do $(BUF) generate --template $$t; done
+
+# Regenerate into a scratch dir and compare with what is committed.
+clients-check: $(STAMP_NODE) $(GO_PLUGINS) $(JAVA_PLUGINS)
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT
+	for t in $(CLIENT_TEMPLATES); do $(BUF) generate --template $$t -o $$tmp; done
+	status=0
+	for d in $(GENERATED); do
+	  if ! diff -r -q "$$tmp/$$d" "$$d"; then echo "generated client code out of date: $$d (run make clients)"; status=1; fi
+	done
+	exit $$status
+
+$(CONFORMANCE_GO): $(shell find tests/conformance/go libs/go -type f)
+	cd tests/conformance/go && $(GO_ENV) go build -o $@ .
+
+$(STAMP_JAVA): $(JAVA_POM) $(shell find libs/java/src -type f)
+	$(MVN) -f $(JAVA_POM) compile dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=target/lib
+	@touch $@
+
+$(STAMP_TS): $(STAMP_NODE) libs/ts/tsconfig.json $(shell find libs/ts/src tests/conformance/ts -name '*.ts')
+	$(NODE_DIR)/node_modules/.bin/tsc -p libs/ts/tsconfig.json
+	@touch $@
+
+# The Go, Java and TypeScript conformance runners (tests/conformance), built offline from here on.
+conformance-build: $(CONFORMANCE_GO) $(STAMP_JAVA) $(STAMP_TS)
+
 lint: $(STAMP_VENV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -144,7 +208,7 @@ fmt: $(STAMP_VENV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-test: lint proto-lint proto-check $(STAMP_NODE) $(JAEGER_BIN) system-packages
+test: lint proto-lint proto-check clients-check conformance-build $(JAEGER_BIN) system-packages
 	PYSPARK_PYTHON=$(abspath $(PY)) SPARK_LOCAL_IP=127.0.0.1 \
 	LEASEHOLD_JAEGER_BIN=$(abspath $(JAEGER_BIN)) $(PY) -m pytest -q -p no:cacheprovider
 
@@ -161,4 +225,5 @@ run: $(STAMP_VENV) $(if $(JAEGER),$(JAEGER_BIN))
 	LEASEHOLD_JAEGER_BIN=$(abspath $(JAEGER_BIN)) $(PY) -m leasehold.testing.run_local $(if $(JAEGER),--jaeger)
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR)/node_modules .pytest_cache $(TOOLS) test-output
+	rm -rf $(VENV) $(NODE_DIR)/node_modules $(NODE_DIR)/dist libs/java/target $(TOOLS) .pytest_cache \
+	  test-output

@@ -1,6 +1,6 @@
 module leasehold/tools
 
-go 1.24
+go 1.25.0
 
 tool (
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc

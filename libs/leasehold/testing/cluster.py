@@ -39,6 +39,7 @@ from leasehold.etcd.election import leader_of
 from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.testing.certs import CertFiles, CertificateAuthority
 from leasehold.testing.etcd_server import EtcdServer
+from leasehold.testing.lifetime import parent_death_signal
 from leasehold.testing.ports import free_port, wait_for_port
 from leasehold.testing.wait import until
 
@@ -56,6 +57,7 @@ class Proc:
     metrics_port: int = 0
     host: str = "127.0.0.1"  # the address it binds and advertises
     prefix: tuple[str, ...] = ()  # a command it runs through, e.g. ``ip netns exec <ns>``
+    die_with_parent: bool = False  # SIGTERM when the starting thread exits (testing.lifetime)
 
     @property
     def metrics_url(self) -> str:
@@ -81,6 +83,7 @@ class Proc:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
+            preexec_fn=parent_death_signal() if self.die_with_parent else None,
         )
         log.close()
 
@@ -130,6 +133,9 @@ class ClusterSpec:
     extra_env: dict[str, str] = field(default_factory=dict)
     metrics: bool = False  # a free --metrics-port per service
     tls: bool = False  # mutual TLS everywhere, with generated certificates
+    # Every process gets SIGTERM when the thread that started it exits (testing.lifetime): for
+    # a supervisor such as ``make run``, whose children must not outlive it.
+    die_with_parent: bool = False
 
 
 class LocalCluster:
@@ -153,6 +159,7 @@ class LocalCluster:
             data_dir=str(self.workdir / "etcd"),
             client_port=self.spec.etcd_port,
             log_path=str(self.workdir / "etcd.log"),
+            die_with_parent=self.spec.die_with_parent,
             **etcd_tls,
         )
         self.controllers: dict[int, Proc] = {}
@@ -198,6 +205,7 @@ class LocalCluster:
             metrics_port=metrics_port,
             host=host,
             prefix=prefix,
+            die_with_parent=self.spec.die_with_parent,
         )
 
     def issue(

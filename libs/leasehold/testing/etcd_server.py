@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leasehold.testing.lifetime import parent_death_signal
 from leasehold.testing.ports import free_port, wait_for_port
 
 # Attempts on freshly picked ports when etcd cannot bind the ones picked before.
@@ -61,6 +62,7 @@ class EtcdServer:
     host: str = "127.0.0.1"
     prefix: tuple[str, ...] = ()
     initial_cluster: str = ""  # "name=peer-url,..."; empty: a cluster of this member alone
+    die_with_parent: bool = False  # SIGTERM when the starting thread exits (testing.lifetime)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
@@ -139,7 +141,13 @@ class EtcdServer:
         ]  # fmt: skip
         cmd += self._tls_args()
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self._proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            preexec_fn=parent_death_signal() if self.die_with_parent else None,
+        )
         return self._proc
 
     def _tls_args(self) -> list[str]:
