@@ -172,8 +172,11 @@ $(TOOLS)/bin/protoc-gen-grpc-java: $(JAVA_POM)
 	$(MVN) dependency:copy -Dartifact=io.grpc:protoc-gen-grpc-java:$(call pom_property,grpc.plugin.version):exe:$(MAVEN_ARCH) -DoutputDirectory=$(TOOLS)/download
 	install -m 755 $(TOOLS)/download/protoc-gen-grpc-java-$(call pom_property,grpc.plugin.version)-$(MAVEN_ARCH).exe $@
 
-# buf generate with the local plugins: the public APIs (admin, broker data plane, common).
+# buf generate with the local plugins: the public APIs (admin, broker data plane, common). The
+# generated trees are replaced whole (libs/go/go.mod, libs/java/pom.xml and libs/ts/src/index.ts
+# are ours and stay).
 clients: $(STAMP_NODE) $(GO_PLUGINS) $(JAVA_PLUGINS)
+	rm -rf $(GENERATED)
 	for t in $(CLIENT_TEMPLATES); do $(BUF) generate --template $$t; done
 
 # Regenerate into a scratch dir and compare with what is committed.

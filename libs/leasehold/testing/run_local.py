@@ -2,7 +2,9 @@
 
 etcd, two controllers, three broker agents and the admin service, each its own process, on fixed
 ports so the CLI works without flags (admin at 127.0.0.1:9093). Data and logs go to ``./run``
-(wiped at start unless ``--keep``).
+(wiped at start unless ``--keep``). Ctrl-C (or SIGTERM) stops them all in a few seconds; if this
+supervisor is killed outright, its processes get SIGTERM from the kernel (parent-death signal,
+:mod:`leasehold.testing.lifetime`) and stop too instead of running on as orphans.
 
 Mutual TLS on every hop by default: a local CA and one certificate per process (and one for
 clients) in ``run/certs``. ``run/client.json`` names the admin address and the client
@@ -18,6 +20,7 @@ its traces to it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import signal
@@ -66,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="make run", description=__doc__)
     p.add_argument("--workdir", default="run")
     p.add_argument("--keep", action="store_true", help="keep data from the previous run")
-    p.add_argument("--etcd-port", type=int, default=2379)
-    p.add_argument("--admin-port", type=int, default=9093)
+    p.add_argument("--etcd-port", type=int, default=2379, help="0: a free port")
+    p.add_argument("--admin-port", type=int, default=9093, help="0: a free port")
+    p.add_argument(
+        "--controller-port", type=int, default=9191, help="first controller's (0: free ports)"
+    )
+    p.add_argument("--broker-port", type=int, default=9101, help="first broker's (0: free ports)")
     p.add_argument("--controllers", type=int, default=2)
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--racks", default="", help="comma-separated racks assigned round-robin")
@@ -104,10 +111,11 @@ def main(argv: list[str] | None = None) -> int:
         racks=tuple(r for r in args.racks.split(",") if r),
         etcd_port=args.etcd_port,
         admin_port=args.admin_port,
-        controller_base_port=9191,
-        broker_base_port=9101,
+        controller_base_port=args.controller_port,
+        broker_base_port=args.broker_port,
         tls=not args.insecure,
         extra_env=tracing,
+        die_with_parent=True,
     )
     cluster = LocalCluster(spec, workdir=str(workdir))
     stop = False
@@ -116,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         nonlocal stop
         stop = True
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    # Ctrl-C, kill, or the terminal closing (SIGHUP): every way of being told to stop stops all.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     try:
         cluster.start()
     except Exception as e:
@@ -155,12 +164,18 @@ def main(argv: list[str] | None = None) -> int:
                     reported.add(proc.name)
                     print(f"{proc.name} exited; see {proc.log_path}", file=sys.stderr)
     finally:
-        print("stopping...")
+        say("stopping...")
         cluster.stop()
         if jaeger is not None:
             jaeger.stop()
-        print("stopped.")
+        say("stopped.")
     return 0
+
+
+def say(text: str) -> None:
+    """Print, unless the terminal or pipe is gone: stopping the cluster must not depend on it."""
+    with contextlib.suppress(OSError):
+        print(text, flush=True)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ const (
 )
 
 // ErrorCode is shared by every Leasehold API. Names and numbers follow Kafka's
-// protocol error codes so operators recognise them.
+// protocol error codes so operators recognise them. A per-item result carries
+// one in its error_code field; a failed call carries one as the reason of its
+// google.rpc.ErrorInfo (the name without ERROR_CODE_, domain "leasehold") with
+// the number in metadata["error_code"]. protos/README.md has the whole model.
 type ErrorCode int32
 
 const (
@@ -79,6 +82,8 @@ const (
 	// Leasehold-specific: an UpdateMetadata's metadata_digest is not the digest of the broker's
 	// cache; nothing was applied and the full request is needed.
 	ErrorCode_ERROR_CODE_METADATA_DIGEST_MISMATCH ErrorCode = 1003
+	// Leasehold-specific: no operation with this request id is pending or has a result.
+	ErrorCode_ERROR_CODE_OPERATION_NOT_FOUND ErrorCode = 1004
 )
 
 // Enum value maps for ErrorCode.
@@ -131,6 +136,7 @@ var (
 		1001: "ERROR_CODE_TOPIC_DELETION_IN_PROGRESS",
 		1002: "ERROR_CODE_BROKER_SHUTTING_DOWN",
 		1003: "ERROR_CODE_METADATA_DIGEST_MISMATCH",
+		1004: "ERROR_CODE_OPERATION_NOT_FOUND",
 	}
 	ErrorCode_value = map[string]int32{
 		"ERROR_CODE_NONE":                             0,
@@ -180,6 +186,7 @@ var (
 		"ERROR_CODE_TOPIC_DELETION_IN_PROGRESS":       1001,
 		"ERROR_CODE_BROKER_SHUTTING_DOWN":             1002,
 		"ERROR_CODE_METADATA_DIGEST_MISMATCH":         1003,
+		"ERROR_CODE_OPERATION_NOT_FOUND":              1004,
 	}
 )
 
@@ -575,7 +582,7 @@ const file_leasehold_common_v1_common_proto_rawDesc = "" +
 	"\x04rack\x18\x04 \x01(\tR\x04rack\"R\n" +
 	"\x10LeaderIdAndEpoch\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\x05R\bleaderId\x12!\n" +
-	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch*\xfc\r\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch*\xa1\x0e\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -624,7 +631,8 @@ const file_leasehold_common_v1_common_proto_rawDesc = "" +
 	"\x1dERROR_CODE_NEW_LEADER_ELECTED\x10l\x12*\n" +
 	"%ERROR_CODE_TOPIC_DELETION_IN_PROGRESS\x10\xe9\a\x12$\n" +
 	"\x1fERROR_CODE_BROKER_SHUTTING_DOWN\x10\xea\a\x12(\n" +
-	"#ERROR_CODE_METADATA_DIGEST_MISMATCH\x10\xeb\a*\x87\x01\n" +
+	"#ERROR_CODE_METADATA_DIGEST_MISMATCH\x10\xeb\a\x12#\n" +
+	"\x1eERROR_CODE_OPERATION_NOT_FOUND\x10\xec\a*\x87\x01\n" +
 	"\x13LeaderRecoveryState\x12%\n" +
 	"!LEADER_RECOVERY_STATE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fLEADER_RECOVERY_STATE_RECOVERED\x10\x01\x12$\n" +

@@ -13,7 +13,10 @@ export const protobufFileName = "leasehold/common/v1/common.proto";
 
 /**
  * ErrorCode is shared by every Leasehold API. Names and numbers follow Kafka's
- * protocol error codes so operators recognise them.
+ * protocol error codes so operators recognise them. A per-item result carries
+ * one in its error_code field; a failed call carries one as the reason of its
+ * google.rpc.ErrorInfo (the name without ERROR_CODE_, domain "leasehold") with
+ * the number in metadata["error_code"]. protos/README.md has the whole model.
  */
 export enum ErrorCode {
   /**
@@ -73,6 +76,8 @@ export enum ErrorCode {
    * cache; nothing was applied and the full request is needed.
    */
   ERROR_CODE_METADATA_DIGEST_MISMATCH = 1003,
+  /** ERROR_CODE_OPERATION_NOT_FOUND - Leasehold-specific: no operation with this request id is pending or has a result. */
+  ERROR_CODE_OPERATION_NOT_FOUND = 1004,
 }
 
 export function errorCodeFromJSON(object: any): ErrorCode {
@@ -218,6 +223,9 @@ export function errorCodeFromJSON(object: any): ErrorCode {
     case 1003:
     case "ERROR_CODE_METADATA_DIGEST_MISMATCH":
       return ErrorCode.ERROR_CODE_METADATA_DIGEST_MISMATCH;
+    case 1004:
+    case "ERROR_CODE_OPERATION_NOT_FOUND":
+      return ErrorCode.ERROR_CODE_OPERATION_NOT_FOUND;
     default:
       return ErrorCode.ERROR_CODE_UNKNOWN_SERVER_ERROR;
   }
@@ -319,6 +327,8 @@ export function errorCodeToJSON(object: ErrorCode): string {
       return "ERROR_CODE_BROKER_SHUTTING_DOWN";
     case ErrorCode.ERROR_CODE_METADATA_DIGEST_MISMATCH:
       return "ERROR_CODE_METADATA_DIGEST_MISMATCH";
+    case ErrorCode.ERROR_CODE_OPERATION_NOT_FOUND:
+      return "ERROR_CODE_OPERATION_NOT_FOUND";
     default:
       return "ERROR_CODE_UNKNOWN_SERVER_ERROR";
   }

@@ -67,7 +67,7 @@ public final class CommonProto extends com.google.protobuf.GeneratedFile {
       "ost\022\022\n\004port\030\003 \001(\005R\004port\022\022\n\004rack\030\004 \001(\tR\004r" +
       "ack\"R\n\020LeaderIdAndEpoch\022\033\n\tleader_id\030\001 \001" +
       "(\005R\010leaderId\022!\n\014leader_epoch\030\002 \001(\005R\013lead" +
-      "erEpoch*\374\r\n\tErrorCode\022\023\n\017ERROR_CODE_NONE" +
+      "erEpoch*\241\016\n\tErrorCode\022\023\n\017ERROR_CODE_NONE" +
       "\020\000\022,\n\037ERROR_CODE_UNKNOWN_SERVER_ERROR\020\377\377" +
       "\377\377\377\377\377\377\377\001\022\"\n\036ERROR_CODE_OFFSET_OUT_OF_RAN" +
       "GE\020\001\022\036\n\032ERROR_CODE_CORRUPT_MESSAGE\020\002\022)\n%" +
@@ -111,18 +111,19 @@ public final class CommonProto extends com.google.protobuf.GeneratedFile {
       "!\n\035ERROR_CODE_NEW_LEADER_ELECTED\020l\022*\n%ER" +
       "ROR_CODE_TOPIC_DELETION_IN_PROGRESS\020\351\007\022$" +
       "\n\037ERROR_CODE_BROKER_SHUTTING_DOWN\020\352\007\022(\n#" +
-      "ERROR_CODE_METADATA_DIGEST_MISMATCH\020\353\007*\207" +
-      "\001\n\023LeaderRecoveryState\022%\n!LEADER_RECOVER" +
-      "Y_STATE_UNSPECIFIED\020\000\022#\n\037LEADER_RECOVERY" +
-      "_STATE_RECOVERED\020\001\022$\n LEADER_RECOVERY_ST" +
-      "ATE_RECOVERING\020\002*e\n\014ElectionType\022\035\n\031ELEC" +
-      "TION_TYPE_UNSPECIFIED\020\000\022\033\n\027ELECTION_TYPE" +
-      "_PREFERRED\020\001\022\031\n\025ELECTION_TYPE_UNCLEAN\020\002B" +
-      "\253\001B\013CommonProtoP\001Z.leasehold/libs/go/lea" +
-      "sehold/common/v1;commonv1\242\002\003LCX\252\002\023Leaseh" +
-      "old.Common.V1\312\002\023Leasehold\\Common\\V1\342\002\037Le" +
-      "asehold\\Common\\V1\\GPBMetadata\352\002\025Leasehol" +
-      "d::Common::V1b\006proto3"
+      "ERROR_CODE_METADATA_DIGEST_MISMATCH\020\353\007\022#" +
+      "\n\036ERROR_CODE_OPERATION_NOT_FOUND\020\354\007*\207\001\n\023" +
+      "LeaderRecoveryState\022%\n!LEADER_RECOVERY_S" +
+      "TATE_UNSPECIFIED\020\000\022#\n\037LEADER_RECOVERY_ST" +
+      "ATE_RECOVERED\020\001\022$\n LEADER_RECOVERY_STATE" +
+      "_RECOVERING\020\002*e\n\014ElectionType\022\035\n\031ELECTIO" +
+      "N_TYPE_UNSPECIFIED\020\000\022\033\n\027ELECTION_TYPE_PR" +
+      "EFERRED\020\001\022\031\n\025ELECTION_TYPE_UNCLEAN\020\002B\253\001B" +
+      "\013CommonProtoP\001Z.leasehold/libs/go/leaseh" +
+      "old/common/v1;commonv1\242\002\003LCX\252\002\023Leasehold" +
+      ".Common.V1\312\002\023Leasehold\\Common\\V1\342\002\037Lease" +
+      "hold\\Common\\V1\\GPBMetadata\352\002\025Leasehold::" +
+      "Common::V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

@@ -8,7 +8,10 @@ package leasehold.common.v1;
 /**
  * <pre>
  * ErrorCode is shared by every Leasehold API. Names and numbers follow Kafka's
- * protocol error codes so operators recognise them.
+ * protocol error codes so operators recognise them. A per-item result carries
+ * one in its error_code field; a failed call carries one as the reason of its
+ * google.rpc.ErrorInfo (the name without ERROR_CODE_, domain "leasehold") with
+ * the number in metadata["error_code"]. protos/README.md has the whole model.
  * </pre>
  *
  * Protobuf enum {@code leasehold.common.v1.ErrorCode}
@@ -222,6 +225,14 @@ public enum ErrorCode
    * <code>ERROR_CODE_METADATA_DIGEST_MISMATCH = 1003;</code>
    */
   ERROR_CODE_METADATA_DIGEST_MISMATCH(1003),
+  /**
+   * <pre>
+   * Leasehold-specific: no operation with this request id is pending or has a result.
+   * </pre>
+   *
+   * <code>ERROR_CODE_OPERATION_NOT_FOUND = 1004;</code>
+   */
+  ERROR_CODE_OPERATION_NOT_FOUND(1004),
   UNRECOGNIZED(-1),
   ;
 
@@ -440,6 +451,14 @@ public enum ErrorCode
    * <code>ERROR_CODE_METADATA_DIGEST_MISMATCH = 1003;</code>
    */
   public static final int ERROR_CODE_METADATA_DIGEST_MISMATCH_VALUE = 1003;
+  /**
+   * <pre>
+   * Leasehold-specific: no operation with this request id is pending or has a result.
+   * </pre>
+   *
+   * <code>ERROR_CODE_OPERATION_NOT_FOUND = 1004;</code>
+   */
+  public static final int ERROR_CODE_OPERATION_NOT_FOUND_VALUE = 1004;
 
 
   public final int getNumber() {
@@ -513,6 +532,7 @@ public enum ErrorCode
       case 1001: return ERROR_CODE_TOPIC_DELETION_IN_PROGRESS;
       case 1002: return ERROR_CODE_BROKER_SHUTTING_DOWN;
       case 1003: return ERROR_CODE_METADATA_DIGEST_MISMATCH;
+      case 1004: return ERROR_CODE_OPERATION_NOT_FOUND;
       default: return null;
     }
   }
