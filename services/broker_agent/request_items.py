@@ -13,7 +13,8 @@ an absent leader epoch is not checked (-1), an absent replica id is a consumer (
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from leasehold.errors import InvalidRequestError
 from leasehold.validation import topic_name_problem
@@ -22,6 +23,7 @@ from services.broker_agent.model import Code, TopicPartition
 NOT_GIVEN = -1
 
 Refusals = dict[TopicPartition, tuple[Code, str]]
+T = TypeVar("T")
 
 
 def refusals(pairs: Iterable[tuple[str, int]], field: str = "topics") -> Refusals:
@@ -56,3 +58,13 @@ def refusals(pairs: Iterable[tuple[str, int]], field: str = "topics") -> Refusal
 def given(message, field: str) -> int:
     """The field's value, or -1 when the client left it out."""
     return getattr(message, field) if message.HasField(field) else NOT_GIVEN
+
+
+def in_request_order(
+    order: Iterable[TopicPartition],
+    answered: Mapping[TopicPartition, T],
+    refused: Refusals,
+    answer: Callable[[TopicPartition, Code, str], T],
+) -> list[T]:
+    """The answers in request ``order``: each refused partition's made by ``answer``."""
+    return [answered[tp] if tp in answered else answer(tp, *refused[tp]) for tp in order]

@@ -39,7 +39,7 @@ from services.broker_agent.model import (
 )
 from services.broker_agent.produce import VALID_ACKS, ProduceEntry, ProduceHandler, ProduceResult
 from services.broker_agent.replica_manager import ReplicaManager
-from services.broker_agent.request_items import NOT_GIVEN, given, refusals
+from services.broker_agent.request_items import NOT_GIVEN, given, in_request_order, refusals
 
 T = TypeVar("T")
 Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
@@ -132,19 +132,6 @@ def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
         seen.add((topic, partition))
 
 
-def _in_request_order(
-    request: broker_pb2.ProduceRequest,
-    answered: dict[TopicPartition, ProduceResult],
-    refused: dict[TopicPartition, ProduceResult],
-) -> list[ProduceResult]:
-    return [
-        answered.get(tp) or refused[tp]
-        for tp in (
-            TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions
-        )
-    ]
-
-
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     def __init__(
         self,
@@ -185,11 +172,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         _describe_produce(acks, entries)
         results = await self._produce.produce(acks, request.timeout_ms, entries)
         if refused:
-            results = _in_request_order(
-                request,
-                {r.tp: r for r in results},
-                {tp: ProduceResult(tp, code, text) for tp, (code, text) in refused.items()},
+            order = (
+                TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions
             )
+            results = in_request_order(order, {r.tp: r for r in results}, refused, ProduceResult)
         by_topic: dict[str, broker_pb2.TopicProduceResponse] = {}
         leaders: set[int] = set()
         for r in results:

@@ -637,7 +637,8 @@ func (x *DeletableTopicResult) GetErrorMessage() string {
 }
 
 type DeleteTopicsResponse struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operation to poll with GetOperation; empty when every topic was refused.
 	RequestId     string                  `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	Topics        []*DeletableTopicResult `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -249,6 +249,7 @@ export interface DeletableTopicResult {
 }
 
 export interface DeleteTopicsResponse {
+  /** The operation to poll with GetOperation; empty when every topic was refused. */
   requestId: string;
   topics: DeletableTopicResult[];
 }

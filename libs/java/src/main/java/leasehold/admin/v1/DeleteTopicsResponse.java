@@ -54,6 +54,10 @@ private static final long serialVersionUID = 0L;
   @SuppressWarnings("serial")
   private volatile java.lang.Object requestId_ = "";
   /**
+   * <pre>
+   * The operation to poll with GetOperation; empty when every topic was refused.
+   * </pre>
+   *
    * <code>string request_id = 1 [json_name = "requestId"];</code>
    * @return The requestId.
    */
@@ -71,6 +75,10 @@ private static final long serialVersionUID = 0L;
     }
   }
   /**
+   * <pre>
+   * The operation to poll with GetOperation; empty when every topic was refused.
+   * </pre>
+   *
    * <code>string request_id = 1 [json_name = "requestId"];</code>
    * @return The bytes for requestId.
    */
@@ -505,6 +513,10 @@ private static final long serialVersionUID = 0L;
 
     private java.lang.Object requestId_ = "";
     /**
+     * <pre>
+     * The operation to poll with GetOperation; empty when every topic was refused.
+     * </pre>
+     *
      * <code>string request_id = 1 [json_name = "requestId"];</code>
      * @return The requestId.
      */
@@ -521,6 +533,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * The operation to poll with GetOperation; empty when every topic was refused.
+     * </pre>
+     *
      * <code>string request_id = 1 [json_name = "requestId"];</code>
      * @return The bytes for requestId.
      */
@@ -538,6 +554,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * The operation to poll with GetOperation; empty when every topic was refused.
+     * </pre>
+     *
      * <code>string request_id = 1 [json_name = "requestId"];</code>
      * @param value The requestId to set.
      * @return This builder for chaining.
@@ -551,6 +571,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * The operation to poll with GetOperation; empty when every topic was refused.
+     * </pre>
+     *
      * <code>string request_id = 1 [json_name = "requestId"];</code>
      * @return This builder for chaining.
      */
@@ -561,6 +585,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * The operation to poll with GetOperation; empty when every topic was refused.
+     * </pre>
+     *
      * <code>string request_id = 1 [json_name = "requestId"];</code>
      * @param value The bytes for requestId to set.
      * @return This builder for chaining.

@@ -11,11 +11,19 @@ public interface DeleteTopicsResponseOrBuilder extends
     com.google.protobuf.MessageOrBuilder {
 
   /**
+   * <pre>
+   * The operation to poll with GetOperation; empty when every topic was refused.
+   * </pre>
+   *
    * <code>string request_id = 1 [json_name = "requestId"];</code>
    * @return The requestId.
    */
   java.lang.String getRequestId();
   /**
+   * <pre>
+   * The operation to poll with GetOperation; empty when every topic was refused.
+   * </pre>
+   *
    * <code>string request_id = 1 [json_name = "requestId"];</code>
    * @return The bytes for requestId.
    */
