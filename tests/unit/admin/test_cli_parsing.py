@@ -147,7 +147,10 @@ def test_every_command_and_option_has_a_help_line():
                 assert param.help, f"{name} {param.opts[0]} has no help"
 
 
-def test_global_options_work_after_the_subcommand_too():
+def test_global_options_work_after_the_subcommand_too(tmp_path):
+    files = {name: tmp_path / name for name in ("ca", "cert", "key")}
+    for path in files.values():
+        path.write_text("-")  # read by the client when it connects, not by the CLI
     seen = {}
     cli = build_cli()
 
@@ -155,16 +158,29 @@ def test_global_options_work_after_the_subcommand_too():
     def probe() -> None:
         """Record what the global options came to."""
         ctx = click.get_current_context().find_object(CliContext)
-        seen.update(admin=ctx.admin_address, output=ctx.output, tls=ctx.tls)
+        seen.update(
+            admin=ctx.admin_address, output=ctx.output, ca=ctx.tls_ca, insecure=ctx.insecure
+        )
+        ctx.resolve()
+        seen.update(tls=ctx.tls)
 
     accept_global_options(cli)
-    result = CliRunner().invoke(cli, ["probe", "-o", "json", "--admin", "h:1", "--tls-ca", "ca"])
+    tls = [f"--tls-{name}={path}" for name, path in files.items()]
+    args = ["-o", "json", "--admin", "h:1", *tls]
+    result = CliRunner().invoke(cli, ["probe", *args])
     assert result.exit_code == 0, result.output
-    assert seen["admin"] == "h:1" and seen["output"] == "json" and seen["tls"].ca == "ca"
+    assert (
+        seen["admin"] == "h:1" and seen["output"] == "json" and seen["tls"].ca == str(files["ca"])
+    )
     result = CliRunner().invoke(cli, ["--output", "json", "probe"])
     assert result.exit_code == 0 and seen["output"] == "json"
+    result = CliRunner().invoke(cli, ["probe", "--insecure"])
+    assert result.exit_code == 0, result.output
+    assert seen["insecure"] is True and not (seen["tls"] and seen["tls"].enabled)
+    result = CliRunner().invoke(cli, ["--insecure", "probe"])
+    assert result.exit_code == 0 and seen["insecure"] is True  # not reset by the absent flag
     result = CliRunner().invoke(cli, ["probe"])
-    assert seen == {"admin": "127.0.0.1:9093", "output": "table", "tls": None}
+    assert (seen["admin"], seen["output"], seen["ca"], seen["insecure"]) == ("", "table", "", False)
     # A command with an option of that name keeps its own: pipeline plan --output is a directory.
     plan = build_cli().commands["pipeline"].commands["plan"]
     assert [p for p in plan.params if "--output" in getattr(p, "opts", ())][0].name == "output"
