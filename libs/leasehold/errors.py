@@ -7,7 +7,8 @@ gRPC status the request should fail with. The status is a plain string so that p
 jobs and the CLI can raise these errors without importing grpc; the server interceptor turns the
 name into ``grpc.StatusCode`` in exactly one place.
 
-Which status to pick:
+How a failure reaches a client (a gRPC status with google.rpc.ErrorInfo and BadRequest details,
+or a per-item error code) is :mod:`leasehold.error_model`. Which status to pick:
 
 - ``INVALID_ARGUMENT``: the request is wrong for the cluster as it stands (bad name, count,
   replication factor, assignment, config value, JSON).
@@ -58,15 +59,20 @@ class LeaseholdError(Exception):
 
     grpc_status: ClassVar[str] = "INTERNAL"
 
-    def __init__(self, code: int, message: str, grpc_status: str | None = None) -> None:
+    def __init__(
+        self, code: int, message: str, grpc_status: str | None = None, field: str = ""
+    ) -> None:
         status = grpc_status if grpc_status is not None else type(self).grpc_status
         if status not in GRPC_STATUS_NAMES:
             raise ValueError(f"unknown gRPC status name {status!r}")
-        super().__init__(int(code), message, status)
+        super().__init__(int(code), message, status, field)
         self.code: int = int(code)
         self.message: str = message
         # Instance attribute shadows the class default, so callers always read the effective one.
         self.grpc_status = status  # type: ignore[misc]
+        # The request field at fault (``topics[0].name``), reported as a google.rpc.BadRequest
+        # field violation when the call fails as a whole; "" when no one field is at fault.
+        self.field: str = field
 
     @property
     def error_code(self) -> int:

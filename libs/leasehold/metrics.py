@@ -76,15 +76,14 @@ class RequestMetrics(grpc.aio.ServerInterceptor):
 
         async def measured(request, context: grpc.aio.ServicerContext):
             started = time.monotonic()
-            code = "OK"
+            code = "UNKNOWN"
             try:
-                return await inner(request, context)
+                response = await inner(request, context)
+                # A refusal may set the status and return (``grpc_errors``) instead of aborting.
+                code = _status_name(context.code(), "OK")
+                return response
             except grpc.aio.AbortError:
-                status = context.code()
-                code = status.name if isinstance(status, grpc.StatusCode) else "UNKNOWN"
-                raise
-            except BaseException:
-                code = "UNKNOWN"
+                code = _status_name(context.code(), "UNKNOWN")
                 raise
             finally:
                 self.observe(name, code, started)
@@ -94,3 +93,8 @@ class RequestMetrics(grpc.aio.ServerInterceptor):
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+def _status_name(status: object, otherwise: str) -> str:
+    """The name of the status a handler set (``otherwise`` when it set none)."""
+    return status.name if isinstance(status, grpc.StatusCode) else otherwise

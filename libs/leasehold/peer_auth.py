@@ -70,7 +70,11 @@ def _claims_controller(request: Any) -> tuple[str, int] | None:
 
 
 def _claims_replica(request: Any) -> tuple[str, int] | None:
-    return (BROKER, request.replica_id) if request.replica_id >= 0 else None
+    """A follower's request names its broker in ``replica_id``; a consumer's leaves it out (or,
+    from clients older than its presence, sends -1)."""
+    if not request.HasField("replica_id") or request.replica_id < 0:
+        return None
+    return BROKER, request.replica_id
 
 
 # Full method name -> the (role, id) the request speaks for, if any; the certificate must have it.

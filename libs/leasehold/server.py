@@ -1,11 +1,11 @@
 """The gRPC aio server bootstrap every Leasehold service uses.
 
-It adds the standard health service (one status per service name), server reflection, the error
-interceptor, TLS when configured (and with it the peer-role check of :mod:`leasehold.peer_auth`:
-only controllers may call BrokerControlService, only brokers ControllerService), and graceful
-shutdown: on SIGTERM or SIGINT every health status turns NOT_SERVING, the service's own
-``on_stop`` runs (e.g. a broker's controlled shutdown), and the server stops with a grace period
-for calls in flight.
+It adds the standard health service (one status per service name), server reflection (v1 and
+v1alpha), the error interceptor, TLS when configured (and with it the peer-role check of
+:mod:`leasehold.peer_auth`: only controllers may call BrokerControlService, only brokers
+ControllerService), and graceful shutdown: on SIGTERM or SIGINT every health status turns
+NOT_SERVING, the service's own ``on_stop`` runs (e.g. a broker's controlled shutdown), and the
+server stops with a grace period for calls in flight.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
-from leasehold import peer_auth, telemetry
+from leasehold import peer_auth, reflection, telemetry
 from leasehold.config import CommonConfig, TlsConfig
 from leasehold.grpc_errors import ErrorInterceptor
 
@@ -93,14 +92,14 @@ class ServiceRunner:
             *telemetry.server_interceptors(),
             *self.service.interceptors,
             *([peer_auth.PeerRoleInterceptor(trust_domain=self.config.cluster_id)] if tls else []),
-            ErrorInterceptor(),
+            ErrorInterceptor(unchecked_services=peer_auth.SERVICE_ROLES),
         ]
         options = server_options(self.config.max_receive_bytes)
         server = grpc.aio.server(interceptors=interceptors, options=options)
         self.service.register(server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
-        names = [*self.service.names, health.SERVICE_NAME, reflection.SERVICE_NAME]
-        reflection.enable_server_reflection(names, server)
+        names = [*self.service.names, health.SERVICE_NAME]
+        reflection.enable(names, server)
         address = f"{self.config.host}:{self.config.port}"
         if tls:
             self.port = server.add_secure_port(address, server_credentials(self.config.tls))
@@ -137,9 +136,11 @@ class ServiceRunner:
         return self.port
 
     async def _start_health_server(self) -> None:
-        """Health only, plaintext: kubelet's gRPC probes cannot present a client certificate."""
+        """Health (and reflection of it) only, plaintext: kubelet's gRPC probes cannot present a
+        client certificate."""
         hs = grpc.aio.server(options=SERVER_OPTIONS)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, hs)
+        reflection.enable([health.SERVICE_NAME], hs)
         self.health_port = hs.add_insecure_port(f"{self.config.host}:{self.config.health_port}")
         await hs.start()
         self.health_server = hs

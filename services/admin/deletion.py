@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from leasehold import configs
 from leasehold.common.v1 import common_pb2
-from leasehold.errors import InvalidRequestError, PreconditionError
+from leasehold.errors import PreconditionError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_put
 from leasehold.metadata.v1 import metadata_pb2
-from leasehold.validation import quote
+from leasehold.validation import topic_name_problem
 from services.admin.config import Limits
 from services.admin.model import OK, CallContext, Outcome
 from services.admin.operations import (
@@ -30,9 +31,8 @@ from services.admin.operations import (
 )
 from services.admin.store import AdminStore, Change, Want
 from services.admin.validate import (
-    check_topic_names,
-    for_item,
     no_duplicates,
+    not_empty,
     require_live_topic,
     validating,
 )
@@ -60,16 +60,17 @@ class Deletions:
         self.limits = limits
 
     async def delete(self, names: Sequence[str], call: CallContext) -> DeletionStatus:
-        if not names:
-            raise InvalidRequestError(common_pb2.ERROR_CODE_INVALID_REQUEST, "No topics to delete.")
-        no_duplicates(names, "Delete topics request contains duplicate topics")
-        check_topic_names(names)
+        """One result per topic, in request order: the valid ones are queued together (one
+        transaction) and, with a timeout, waited for; each refused one carries its error."""
+        not_empty(names, "No topics to delete.", "topic_names")
+        no_duplicates(names, "Delete topics request contains duplicate topics", "topic_names")
         request_id = new_request_id()
         trace = trace_context(call)
+        readable = tuple(n for n in names if topic_name_problem(n) is None)
 
-        async def attempt() -> tuple[dict[str, str], dict[bytes, bytes], int] | None:
+        async def attempt() -> tuple[dict[str, str], dict[str, Outcome], dict, int] | None:
             snapshot = await self.store.snapshot(
-                Want(topic_names=tuple(names), deletions=True, broker_configs=True)
+                Want(topic_names=readable, deletions=True, broker_configs=True)
             )
             cluster = configs.effective(
                 configs.ResourceType.BROKER, cluster_entries=snapshot.cluster_configs()
@@ -80,39 +81,50 @@ class Deletions:
                     "Topic deletion is disabled (delete.topic.enable=false).",
                 )
             ids: dict[str, str] = {}
+            refused: dict[str, Outcome] = {}
             intents: dict[bytes, bytes] = {}
             changes: list[Change] = []
-            for name in names:
-                with (
-                    validating("DeleteTopics", topic=name),
-                    for_item(f"Topic {quote(name)}", len(names) > 1),
-                ):
-                    topic = require_live_topic(snapshot, name)
-                ids[name] = topic.topic_id
-                key = self.ks.delete_topic(name)
-                value = metadata_pb2.TopicDeletion(
-                    topic_id=topic.topic_id,
-                    request_id=request_id,
-                    requested_at_ms=now_ms(),
-                    trace_context=trace,
-                ).SerializeToString()
-                intents[key] = value
-                changes.append(
-                    Change(
-                        compares=(
-                            cmp_mod_revision(self.ks.topic(name), "=", topic.revision),
-                            cmp_create_revision(key, "=", 0),
-                        ),
-                        ops=(op_put(key, value),),
+            with validating("DeleteTopics", topic=",".join(names)) as items:
+                for name in names:
+                    topic = items.check(partial(require_live_topic, snapshot, name))
+                    if isinstance(topic, Outcome):
+                        refused[name] = topic
+                        continue
+                    ids[name] = topic.topic_id
+                    key = self.ks.delete_topic(name)
+                    value = metadata_pb2.TopicDeletion(
+                        topic_id=topic.topic_id,
+                        request_id=request_id,
+                        requested_at_ms=now_ms(),
+                        trace_context=trace,
+                    ).SerializeToString()
+                    intents[key] = value
+                    changes.append(
+                        Change(
+                            compares=(
+                                cmp_mod_revision(self.ks.topic(name), "=", topic.revision),
+                                cmp_create_revision(key, "=", 0),
+                            ),
+                            ops=(op_put(key, value),),
+                        )
                     )
-                )
+            if not changes:
+                return ids, refused, intents, 0
             revision = await self.store.commit(changes)
-            return None if revision is None else (ids, intents, revision)
+            return None if revision is None else (ids, refused, intents, revision)
 
-        ids, intents, revision = await optimistic(attempt, self.limits)
+        ids, refused, intents, revision = await optimistic(attempt, self.limits)
+
+        def in_order(outcomes: dict[str, Outcome]) -> tuple[DeletedTopic, ...]:
+            return tuple(
+                DeletedTopic(n, ids.get(n, ""), refused.get(n) or outcomes.get(n, OK))
+                for n in names
+            )
+
+        if not ids:  # nothing queued: no operation to poll
+            return DeletionStatus("", in_order({}), completed=True)
         if call.timeout_ms <= 0:
-            topics = tuple(DeletedTopic(n, ids[n]) for n in names)
-            return DeletionStatus(request_id, topics, completed=False)
+            return DeletionStatus(request_id, in_order({}), completed=False)
         completed, seen = await self.operations.wait(request_id, intents, revision, call.timeout_ms)
         if not completed:
             pending = Outcome(
@@ -120,10 +132,9 @@ class Deletions:
                 f"Deletion is still in progress after {call.timeout_ms} ms; poll request id "
                 f"{request_id}.",
             )
-            topics = tuple(DeletedTopic(n, ids[n], pending) for n in names)
-            return DeletionStatus(request_id, topics, completed=False)
+            return DeletionStatus(request_id, in_order(dict.fromkeys(ids, pending)), False)
         outcomes = await self._outcomes(request_id, ids, seen)
-        return DeletionStatus(request_id, outcomes, completed=True)
+        return DeletionStatus(request_id, in_order({t.name: t.outcome for t in outcomes}), True)
 
     async def _outcomes(
         self, request_id: str, ids: dict[str, str], revision: int

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from leasehold import configs
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, NotFoundError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_delete, op_put
 from leasehold.metadata.v1 import metadata_pb2
-from leasehold.validation import quote
+from leasehold.validation import quote, topic_name_problem
 from services.admin.config import Limits
+from services.admin.model import OK, Outcome
 from services.admin.operations import optimistic
 from services.admin.snapshot import Snapshot
 from services.admin.store import AdminStore, Change, Want
@@ -26,9 +28,11 @@ from services.admin.validate import (
     check_topic_names,
     for_item,
     no_duplicates,
+    not_empty,
     parse_broker_id,
     require_live_topic,
     require_topic,
+    validating,
 )
 
 _INVALID = common_pb2.ERROR_CODE_INVALID_REQUEST
@@ -64,18 +68,25 @@ class AlterOpRequest:
     value: str = ""
 
 
-def _check_type(resource: Resource) -> configs.ResourceType:
+def _check_type(resource: Resource, field: str = "") -> configs.ResourceType:
     try:
         return configs.ResourceType(resource.type)
     except ValueError:
         raise InvalidRequestError(
-            _INVALID, f"Unsupported resource type {resource.type}: use TOPIC or BROKER."
+            _INVALID,
+            f"Unsupported resource type {resource.type}: use TOPIC or BROKER.",
+            field=field,
         ) from None
 
 
 def _want(resources: Sequence[Resource]) -> Want:
-    names = tuple(r.name for r in resources if r.type == configs.ResourceType.TOPIC)
-    check_topic_names(names)
+    """What describing or altering ``resources`` reads (names that could never be a topic are
+    left out: their resources are refused by ``require_topic``)."""
+    names = tuple(
+        r.name
+        for r in resources
+        if r.type == configs.ResourceType.TOPIC and topic_name_problem(r.name) is None
+    )
     return Want(
         brokers=True,
         topic_names=names,
@@ -128,11 +139,13 @@ class DynamicConfigs:
     async def describe(
         self, resources: Sequence[Resource]
     ) -> list[tuple[Resource, list[ConfigValue]]]:
-        if not resources:
-            raise InvalidRequestError(_INVALID, "No resources to describe.")
-        no_duplicates(resources, "Describe configs request contains duplicate resources")
-        for r in resources:
-            _check_type(r)
+        not_empty(resources, "No resources to describe.", "resources")
+        no_duplicates(
+            resources, "Describe configs request contains duplicate resources", "resources"
+        )
+        for i, r in enumerate(resources):
+            _check_type(r, f"resources[{i}].type")
+        check_topic_names(r.name for r in resources if r.type == configs.ResourceType.TOPIC)
         snapshot = await self.store.snapshot(_want(resources))
         out = []
         for resource in resources:
@@ -178,23 +191,29 @@ class DynamicConfigs:
 
     async def alter(
         self, requests: Sequence[tuple[Resource, Sequence[AlterOpRequest]]], validate_only: bool
-    ) -> list[Resource]:
-        """Apply every resource's operations atomically; return the resources altered."""
-        if not requests:
-            raise InvalidRequestError(_INVALID, "No resources to alter.")
+    ) -> list[tuple[Resource, Outcome]]:
+        """Each resource with its outcome, in request order: the valid resources' operations are
+        applied together (one compare-and-set transaction); a refused resource is left alone."""
+        not_empty(requests, "No resources to alter.", "resources")
         resources = [r for r, _ in requests]
-        no_duplicates(resources, "Alter configs request contains duplicate resources")
-        for r in resources:
-            _check_type(r)
+        no_duplicates(resources, "Alter configs request contains duplicate resources", "resources")
+        for i, r in enumerate(resources):
+            _check_type(r, f"resources[{i}].resource.type")
 
-        async def attempt() -> list[Resource] | None:
+        async def attempt() -> list[tuple[Resource, Outcome]] | None:
             snapshot = await self.store.snapshot(_want(resources))
             changes = []
-            for resource, ops in requests:
-                with for_item(resource.label, len(requests) > 1):
-                    changes.append(self._plan(snapshot, resource, ops))
-            if validate_only:
-                return resources
-            return resources if await self.store.commit(changes) is not None else None
+            outcomes = []
+            with validating("AlterConfigs") as items:
+                for resource, ops in requests:
+                    change = items.check(partial(self._plan, snapshot, resource, ops))
+                    if isinstance(change, Outcome):
+                        outcomes.append((resource, change))
+                    else:
+                        outcomes.append((resource, OK))
+                        changes.append(change)
+            if validate_only or not changes:
+                return outcomes
+            return outcomes if await self.store.commit(changes) is not None else None
 
         return await optimistic(attempt, self.limits)

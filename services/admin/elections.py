@@ -64,6 +64,7 @@ class Elections:
             raise InvalidRequestError(
                 common_pb2.ERROR_CODE_INVALID_REQUEST,
                 f"Unsupported election type {election_type}: use PREFERRED or UNCLEAN.",
+                field="election_type",
             )
         no_duplicates(
             [f"{t}-{p}" for t, p in partitions], "Election request contains duplicate partitions"

@@ -164,12 +164,13 @@ class Operations:
             raise InvalidRequestError(
                 common_pb2.ERROR_CODE_INVALID_REQUEST,
                 "request_id must be 1 to 128 characters of letters, digits, '.', '_' or '-'",
+                field="request_id",
             )
         kv, revision = await self.store.get_with_revision(self.ks.result(request_id))
         pending = await self.pending_intents(request_id, revision)
         if kv is None and not pending:
             raise NotFoundError(
-                common_pb2.ERROR_CODE_INVALID_REQUEST,
+                common_pb2.ERROR_CODE_OPERATION_NOT_FOUND,
                 f"No operation with request id {request_id} is pending or has a result.",
             )
         result = metadata_pb2.AdminResult.FromString(kv.value) if kv is not None else None

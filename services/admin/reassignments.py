@@ -92,13 +92,16 @@ def ongoing_of(topic: TopicView, partition: int) -> Ongoing | None:
 def check_entries(requests: Sequence[ReassignmentRequest]) -> None:
     """Request-shape checks with Kafka's ``--execute`` messages; no cluster state needed."""
     if not requests:
-        raise InvalidRequestError(_INVALID, "Partition reassignment list cannot be empty")
+        raise InvalidRequestError(
+            _INVALID, "Partition reassignment list cannot be empty", field="reassignments"
+        )
     repeated = duplicates([Tp(r.topic, r.partition) for r in requests])
     if repeated:
         raise InvalidRequestError(
             _INVALID,
             "Partition reassignment contains duplicate topic partitions: "
             + ",".join(str(tp) for tp in repeated),
+            field="reassignments",
         )
     for r in requests:
         if r.cancel and r.replicas:
@@ -137,9 +140,9 @@ class Reassignments:
     ) -> tuple[dict[Tp, list[int]], dict[Tp, list[int]]]:
         """(current, proposed) assignments of every partition of ``topics``."""
         if not topics:
-            raise InvalidRequestError(_INVALID, "No topics to reassign.")
+            raise InvalidRequestError(_INVALID, "No topics to reassign.", field="topics")
         if not broker_ids:
-            raise InvalidRequestError(_INVALID, "No brokers to reassign onto.")
+            raise InvalidRequestError(_INVALID, "No brokers to reassign onto.", field="broker_ids")
         reassign_json.check_topic_list(topics)
         reassign_json.check_broker_list(broker_ids)
         check_topic_names(topics)
@@ -150,6 +153,14 @@ class Reassignments:
         for name in topics:
             topic = require_live_topic(snapshot, name)
             current[name] = dict(topic.partitions)
+        unknown = [b for b in broker_ids if b not in snapshot.brokers]
+        if unknown:  # Kafka drops them silently; a typo would then shrink the placement
+            raise InvalidRequestError(
+                common_pb2.ERROR_CODE_INVALID_REPLICA_ASSIGNMENT,
+                f"Unknown broker id(s) in the broker list: {', '.join(map(str, unknown))} "
+                f"(live brokers: {', '.join(map(str, sorted(snapshot.brokers)))}).",
+                field="broker_ids",
+            )
         brokers = placement_brokers(
             live_brokers(snapshot), rack_aware=not disable_rack_aware, only_ids=set(broker_ids)
         )
@@ -225,7 +236,9 @@ class Reassignments:
         check_entries(requests)
         if throttle < 0:
             raise InvalidRequestError(
-                _INVALID, f"The throttle must not be negative, got {throttle}."
+                _INVALID,
+                f"The throttle must not be negative, got {throttle}.",
+                field="throttle_bytes_per_sec",
             )
         request_id = new_request_id()
         trace = trace_context(call)

@@ -1,7 +1,8 @@
 """AdminService: translates ``leasehold.admin.v1`` messages to domain calls and back, nothing else.
 
 Validation, reads and writes live in the domain modules; errors they raise become gRPC status
-codes in the shared error interceptor. The only thing taken from the call itself is the caller's
+codes in the shared error interceptor, and per-item outcomes become the results' ``error_code``
+and ``error_message``. The only thing taken from the call itself is the caller's
 W3C trace context (``traceparent``/``tracestate`` metadata), stored with intents.
 """
 
@@ -34,13 +35,18 @@ def _call(context: grpc.aio.ServicerContext, timeout_ms: int = 0) -> CallContext
     return CallContext(trace_carrier=carrier, timeout_ms=timeout_ms)
 
 
-def _assignment(entries: Iterable[admin_pb2.ReplicaAssignment]) -> dict[int, tuple[int, ...]]:
+def _assignment(
+    entries: Iterable[admin_pb2.ReplicaAssignment], field: str
+) -> dict[int, tuple[int, ...]]:
+    """Partition -> replicas; a partition listed twice makes the request ambiguous (the call
+    fails, naming ``field``)."""
     out: dict[int, tuple[int, ...]] = {}
     for e in entries:
         if e.partition in out:
             raise InvalidRequestError(
                 common_pb2.ERROR_CODE_INVALID_REPLICA_ASSIGNMENT,
                 f"Partition {e.partition} appears more than once in the replica assignment.",
+                field=field,
             )
         out[e.partition] = tuple(e.broker_ids)
     return out
@@ -99,12 +105,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         topics = [
             NewTopic(
                 name=t.name,
-                num_partitions=t.num_partitions,
-                replication_factor=t.replication_factor,
-                assignments=frozen_assignment(_assignment(t.assignments)),
+                num_partitions=t.num_partitions if t.HasField("num_partitions") else -1,
+                replication_factor=(
+                    t.replication_factor if t.HasField("replication_factor") else -1
+                ),
+                assignments=frozen_assignment(
+                    _assignment(t.assignments, f"topics[{i}].assignments")
+                ),
                 configs=dict(t.configs),
             )
-            for t in request.topics
+            for i, t in enumerate(request.topics)
         ]
         call = _call(context, request.timeout_ms)
         results = await self.d.topics.create(topics, request.validate_only, call)
@@ -240,9 +250,11 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return admin_pb2.AlterConfigsResponse(
             results=[
                 admin_pb2.AlterConfigsResult(
-                    resource=admin_pb2.ConfigResource(type=r.type, name=r.name)
+                    resource=admin_pb2.ConfigResource(type=r.type, name=r.name),
+                    error_code=outcome.code,
+                    error_message=outcome.message,
                 )
-                for r in altered
+                for r, outcome in altered
             ]
         )
 

@@ -16,6 +16,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from leasehold import configs, validation
 from leasehold.assignment import (
@@ -27,7 +28,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, PreconditionError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_delete, op_put
 from leasehold.metadata.v1 import metadata_pb2
-from leasehold.validation import quote
+from leasehold.validation import topic_name_problem
 from services.admin.config import Limits
 from services.admin.model import (
     CallContext,
@@ -42,10 +43,9 @@ from services.admin.snapshot import NO_LEADER, Snapshot, TopicView
 from services.admin.store import AdminStore, Change, Want
 from services.admin.validate import (
     check_partition_cap,
-    check_topic_names,
     check_total_partitions,
-    for_item,
     no_duplicates,
+    not_empty,
     require_topic,
     validating,
 )
@@ -133,18 +133,24 @@ class Topics:
     async def create(
         self, topics: Sequence[NewTopic], validate_only: bool, call: CallContext
     ) -> list[TopicResult]:
-        if not topics:
-            raise InvalidRequestError(common_pb2.ERROR_CODE_INVALID_REQUEST, "No topics to create.")
-        no_duplicates([t.name for t in topics], "Create topics request contains duplicate topics")
+        """One result per topic, in request order: each valid topic is created (or, with
+        ``validate_only``, planned); each refused one carries its error and is not written."""
+        not_empty(topics, "No topics to create.", "topics")
+        no_duplicates(
+            [t.name for t in topics], "Create topics request contains duplicate topics", "topics"
+        )
         snapshot = await self.store.snapshot(
             Want(brokers=True, topic_index=True, deletions=True, broker_configs=True)
         )
         plans: list[TopicResult] = []
-        with validating("CreateTopics", topic=",".join(t.name for t in topics)):
+        with validating("CreateTopics", topic=",".join(t.name for t in topics)) as items:
             for topic in topics:
-                with for_item(f"Topic {quote(topic.name)}", len(topics) > 1):
-                    plans.append(self.plan_topic(topic, snapshot, [p.name for p in plans]))
-            adding = sum(p.num_partitions for p in plans)
+                earlier = [p.name for p in plans if p.outcome.ok]
+                plan = items.check(partial(self.plan_topic, topic, snapshot, earlier))
+                if isinstance(plan, Outcome):
+                    plan = TopicResult(name=topic.name, outcome=plan)
+                plans.append(plan)
+            adding = sum(p.num_partitions for p in plans if p.outcome.ok)
             check_total_partitions(snapshot.partition_count, adding, self.limits)
         if validate_only:
             return plans
@@ -152,6 +158,9 @@ class Topics:
         results: list[TopicResult] = []
         created: dict[str, tuple[int, int]] = {}  # name -> (revision, partition count)
         for plan, topic in zip(plans, topics, strict=True):
+            if not plan.outcome.ok:
+                results.append(plan)
+                continue
             revision = await self.write_new_topic(plan, topic.configs, trace)
             if revision is None:
                 exists = Outcome(
@@ -215,22 +224,32 @@ class Topics:
             live, topic.partitions, request.count, self.rng(), topic=topic.name
         )
 
+    def _plan_growth_of(self, request: NewPartitions, snapshot: Snapshot) -> TopicResult:
+        """The topic ``request`` grows, with only its new partitions as assignments."""
+        topic = require_topic(snapshot, request.name)
+        added = self.plan_growth(request, topic, snapshot)
+        return TopicResult(
+            name=topic.name,
+            topic_id=topic.topic_id,
+            num_partitions=len(topic.partitions) + len(added),
+            replication_factor=topic.replication_factor,
+            assignments=frozen_assignment(added),
+        )
+
     async def create_partitions(
         self, requests: Sequence[NewPartitions], validate_only: bool, call: CallContext
     ) -> list[TopicResult]:
-        if not requests:
-            raise InvalidRequestError(
-                common_pb2.ERROR_CODE_INVALID_REQUEST, "No topics to add partitions to."
-            )
+        """One result per topic, in request order: the valid ones grow together (one
+        transaction), each refused one carries its error and is left as it was."""
+        not_empty(requests, "No topics to add partitions to.", "topics")
         names = [r.name for r in requests]
-        no_duplicates(names, "Create partitions request contains duplicate topics")
-        check_topic_names(names)
+        no_duplicates(names, "Create partitions request contains duplicate topics", "topics")
 
         async def attempt() -> tuple[list[TopicResult], int] | None:
             snapshot = await self.store.snapshot(
                 Want(
                     brokers=True,
-                    topic_names=tuple(names),
+                    topic_names=tuple(n for n in names if topic_name_problem(n) is None),
                     deletions=True,
                     reassignments=True,
                     topic_index=True,
@@ -238,27 +257,19 @@ class Topics:
             )
             plans: list[TopicResult] = []
             changes: list[Change] = []
-            for request in requests:
-                with (
-                    validating("CreatePartitions", topic=request.name),
-                    for_item(f"Topic {quote(request.name)}", len(requests) > 1),
-                ):
-                    topic = require_topic(snapshot, request.name)
-                    added = self.plan_growth(request, topic, snapshot)
-                full = {**topic.partitions, **{p: tuple(r) for p, r in added.items()}}
-                plans.append(
-                    TopicResult(
-                        name=topic.name,
-                        topic_id=topic.topic_id,
-                        num_partitions=len(full),
-                        replication_factor=topic.replication_factor,
-                        assignments=frozen_assignment(added),
-                    )
-                )
-                changes.append(self._growth_change(topic, full, call))
-            adding = sum(len(p.assignments) for p in plans)
+            with validating("CreatePartitions", topic=",".join(names)) as items:
+                for request in requests:
+                    plan = items.check(partial(self._plan_growth_of, request, snapshot))
+                    if isinstance(plan, Outcome):
+                        plans.append(TopicResult(name=request.name, outcome=plan))
+                        continue
+                    topic = snapshot.topics[plan.name]
+                    full = {**topic.partitions, **plan.assignments}
+                    plans.append(plan)
+                    changes.append(self._growth_change(topic, full, call))
+            adding = sum(len(p.assignments) for p in plans if p.outcome.ok)
             check_total_partitions(snapshot.partition_count, adding, self.limits)
-            if validate_only:
+            if validate_only or not changes:
                 return plans, 0
             revision = await self.store.commit(changes)
             return None if revision is None else (plans, revision)
@@ -267,7 +278,8 @@ class Topics:
         if validate_only:
             return plans
         waited = await self.wait_for_leaders(
-            {p.name: (revision, list(p.assignments)) for p in plans}, call.timeout_ms
+            {p.name: (revision, list(p.assignments)) for p in plans if p.outcome.ok},
+            call.timeout_ms,
         )
         return [_with_wait(p, waited.get(p.name), call.timeout_ms) for p in plans]
 

@@ -4,36 +4,72 @@ These are about the request as a whole (duplicates, limits) or about looking thi
 snapshot (a topic, a partition, a broker) with the right status: a name that does not exist is
 NOT_FOUND, a topic queued for deletion is FAILED_PRECONDITION, a malformed value is
 INVALID_ARGUMENT. Every check raises before anything is written.
+
+Requests whose items can fail alone (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs)
+run each item's checks through :class:`Items`: a refused item becomes its :class:`Outcome` (the
+error's code and message) and the rest go on, as in Kafka. What concerns the request as a whole
+(no items, the same item twice) still fails the call, naming the request field.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from leasehold import telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError, LeaseholdError, NotFoundError, PreconditionError
 from leasehold.validation import duplicates, topic_name_problem
 from services.admin.config import Limits
+from services.admin.model import Outcome
 from services.admin.snapshot import Snapshot, TopicView
+
+T = TypeVar("T")
+
+
+class Items:
+    """The per-item checks of one multi-item request: which items were refused, and why."""
+
+    def __init__(self) -> None:
+        self.refused: list[int] = []  # the ErrorCode of each refused item
+        self.accepted = 0
+
+    def check(self, plan: Callable[[], T]) -> T | Outcome:
+        """``plan()``'s value, or the Outcome of the LeaseholdError it raised."""
+        try:
+            value = plan()
+        except LeaseholdError as e:
+            self.refused.append(e.code)
+            return Outcome(e.code, e.message)
+        self.accepted += 1
+        return value
+
 
 _UNKNOWN = common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 _DELETING = common_pb2.ERROR_CODE_TOPIC_DELETION_IN_PROGRESS
 
 
 @contextlib.contextmanager
-def validating(operation: str, **attrs: object) -> Iterator[None]:
-    """An ``admin.validate`` span around a request's checks, recording the refusal if any."""
+def validating(operation: str, **attrs: object) -> Iterator[Items]:
+    """An ``admin.validate`` span around a request's checks, recording the refusal if any: of
+    the whole request, or of items checked through the :class:`Items` it yields (outcome
+    ``partial`` when only some were refused)."""
+    items = Items()
     with telemetry.span("admin.validate", operation=operation, **attrs) as span:
         try:
-            yield
+            yield items
         except LeaseholdError as e:
             span.set_attributes(
                 telemetry.attrs(outcome="refused", error=common_pb2.ErrorCode.Name(e.code))
             )
             raise
-        span.set_attributes(telemetry.attrs(outcome="ok"))
+        if not items.refused:
+            span.set_attributes(telemetry.attrs(outcome="ok"))
+            return
+        names = sorted({common_pb2.ErrorCode.Name(c) for c in items.refused})
+        outcome = "partial" if items.accepted else "refused"
+        span.set_attributes(telemetry.attrs(outcome=outcome, error=",".join(names)))
 
 
 @contextlib.contextmanager
@@ -47,12 +83,20 @@ def for_item(label: str, enabled: bool = True) -> Iterator[None]:
         raise type(e)(e.code, f"{label}: {e.message}", e.grpc_status) from e
 
 
-def no_duplicates(items: Iterable[object], what: str) -> None:
+def no_duplicates(items: Iterable[object], what: str, field: str = "") -> None:
     repeated = duplicates(items)
     if repeated:
         raise InvalidRequestError(
-            common_pb2.ERROR_CODE_INVALID_REQUEST, f"{what}: {', '.join(map(str, repeated))}"
+            common_pb2.ERROR_CODE_INVALID_REQUEST,
+            f"{what}: {', '.join(map(str, repeated))}",
+            field=field,
         )
+
+
+def not_empty(items: Iterable[object], message: str, field: str) -> None:
+    """INVALID_ARGUMENT naming ``field`` when a request lists no items."""
+    if not any(True for _ in items):
+        raise InvalidRequestError(common_pb2.ERROR_CODE_INVALID_REQUEST, message, field=field)
 
 
 def check_partition_cap(count: int, limits: Limits) -> None:

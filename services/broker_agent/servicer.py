@@ -1,9 +1,12 @@
 """gRPC servicers: BrokerService (clients, followers) and BrokerControlService (controller).
 
 They only translate between protobuf and the domain (``convert`` holds the message mapping);
-every decision is made below. Malformed requests — an empty topic name, a negative partition,
-a partition listed twice — fail the whole call with INVALID_ARGUMENT and change nothing. Domain
-outcomes (stale epochs, not leader, out of range...) are in-band error codes, as in Kafka.
+every decision is made below. Domain outcomes (stale epochs, not leader, out of range...) are
+per-partition error codes, as in Kafka, and so is a partition that cannot exist (an illegal topic
+name, a negative number: ``request_items``). A request that is wrong as a whole — a partition
+listed twice, an acks or size field out of range, an unknown record format — fails the call with
+INVALID_ARGUMENT naming the field, and changes nothing. The controller's requests are checked
+whole: any malformed partition fails them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from leasehold.heap import BULK_PARTITIONS, HeapFreezer
 from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
 from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
+from services.broker_agent.leader_offsets import OffsetResult
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import (
     Code,
@@ -33,8 +37,9 @@ from services.broker_agent.model import (
     TopicPartition,
     UpdateMetadata,
 )
-from services.broker_agent.produce import ProduceEntry, ProduceHandler
+from services.broker_agent.produce import VALID_ACKS, ProduceEntry, ProduceHandler, ProduceResult
 from services.broker_agent.replica_manager import ReplicaManager
+from services.broker_agent.request_items import NOT_GIVEN, given, in_request_order, refusals
 
 T = TypeVar("T")
 Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
@@ -147,19 +152,30 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self, request: broker_pb2.ProduceRequest, context
     ) -> broker_pb2.ProduceResponse:
         await self._replicas.priority.data_turn()
-        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        acks = request.acks if request.HasField("acks") else -1
+        if acks not in VALID_ACKS:
+            raise InvalidRequestError(
+                Code.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}", field="acks"
+            )
+        refused = refusals((t.topic, p.partition) for t in request.topics for p in t.partitions)
         entries = [
             ProduceEntry(
                 TopicPartition(t.topic, p.partition),
                 [convert.record_from_pb(r) for r in p.records],
-                p.current_leader_epoch,
+                given(p, "current_leader_epoch"),
             )
             for t in request.topics
             for p in t.partitions
+            if not refused or (t.topic, p.partition) not in refused
         ]
         await self._replicas.wait_for_role_changes(e.tp for e in entries)
-        _describe_produce(request.acks, entries)
-        results = await self._produce.produce(request.acks, request.timeout_ms, entries)
+        _describe_produce(acks, entries)
+        results = await self._produce.produce(acks, request.timeout_ms, entries)
+        if refused:
+            order = (
+                TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions
+            )
+            results = in_request_order(order, {r.tp: r for r in results}, refused, ProduceResult)
         by_topic: dict[str, broker_pb2.TopicProduceResponse] = {}
         leaders: set[int] = set()
         for r in results:
@@ -191,37 +207,42 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def Fetch(self, request: broker_pb2.FetchRequest, context) -> broker_pb2.FetchResponse:
         await self._replicas.priority.data_turn()
-        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
-        if request.max_wait_ms < 0 or request.min_bytes < 0 or request.max_bytes < 0:
-            raise InvalidRequestError(
-                Code.INVALID_REQUEST, "max_wait_ms, min_bytes and max_bytes must be >= 0"
-            )
-        is_follower = request.replica_id >= 0
+        refused = refusals((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        for name in ("max_wait_ms", "min_bytes", "max_bytes"):
+            if getattr(request, name) < 0:
+                raise InvalidRequestError(Code.INVALID_REQUEST, f"{name} must be >= 0", field=name)
+        replica_id = max(given(request, "replica_id"), NOT_GIVEN)
+        is_follower = replica_id >= 0
         specs = [
             FetchSpec(
                 TopicPartition(t.topic, p.partition),
                 p.fetch_offset,
-                p.current_leader_epoch,
-                p.last_fetched_epoch if is_follower else -1,
-                p.log_start_offset,
+                given(p, "current_leader_epoch"),
+                given(p, "last_fetched_epoch") if is_follower else NOT_GIVEN,
+                given(p, "log_start_offset"),
                 p.partition_max_bytes,
             )
             for t in request.topics
             for p in t.partitions
+            if not refused or (t.topic, p.partition) not in refused
         ]
         params = FetchParams(
-            replica_id=max(request.replica_id, -1),
-            broker_epoch=request.replica_broker_epoch,
+            replica_id=replica_id,
+            broker_epoch=given(request, "replica_broker_epoch"),
             max_wait_ms=request.max_wait_ms,
             min_bytes=request.min_bytes,
             max_bytes=request.max_bytes,
             session_id=request.session_id,
-            session_epoch=request.session_epoch if request.HasField("session_epoch") else -1,
+            session_epoch=given(request, "session_epoch"),
         )
-        _check_partitions((t.topic, p) for t in request.forgotten_topics for p in t.partitions)
-        forgotten = [
-            TopicPartition(t.topic, p) for t in request.forgotten_topics for p in t.partitions
-        ]
+        pairs = [(t.topic, p) for t in request.forgotten_topics for p in t.partitions]
+        if refusals(pairs, "forgotten_topics"):
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST,
+                "forgotten_topics names a partition that cannot exist",
+                field="forgotten_topics",
+            )
+        forgotten = [TopicPartition(*tp) for tp in pairs]
         answer = await self._fetch.fetch_in_session(params, specs, forgotten)
         as_records = request.record_format == broker_pb2.RECORD_FORMAT_RECORDS
         by_topic: dict[str, broker_pb2.FetchTopicResponse] = {}
@@ -233,6 +254,16 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             else:
                 out.records = r.records
             topic.partitions.append(out)
+        for (name, partition), (code, text) in refused.items():
+            topic = by_topic.setdefault(name, broker_pb2.FetchTopicResponse(topic=name))
+            topic.partitions.add(
+                partition=partition,
+                error_code=int(code),
+                error_message=text,
+                high_watermark=-1,
+                log_start_offset=-1,
+                log_end_offset=-1,
+            )
         return broker_pb2.FetchResponse(
             error_code=int(answer.error),
             topics=list(by_topic.values()),
@@ -243,14 +274,17 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self, request: broker_pb2.ListOffsetsRequest, context
     ) -> broker_pb2.ListOffsetsResponse:
         await self._replicas.priority.data_turn()
-        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        refused = refusals((t.topic, p.partition) for t in request.topics for p in t.partitions)
         asks = [
-            (TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.timestamp)
+            (TopicPartition(t.topic, p.partition), given(p, "current_leader_epoch"), p.timestamp)
             for t in request.topics
             for p in t.partitions
+            if (t.topic, p.partition) not in refused
         ]
+        results = self._fetch.list_offsets(given(request, "replica_id"), asks)
+        results += [OffsetResult(tp, code) for tp, (code, _text) in refused.items()]
         by_topic: dict[str, broker_pb2.ListOffsetsTopicResponse] = {}
-        for r in self._fetch.list_offsets(request.replica_id, asks):
+        for r in results:
             topic = by_topic.setdefault(
                 r.tp.topic, broker_pb2.ListOffsetsTopicResponse(topic=r.tp.topic)
             )
@@ -267,14 +301,17 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self, request: broker_pb2.OffsetsForLeaderEpochRequest, context
     ) -> broker_pb2.OffsetsForLeaderEpochResponse:
         await self._replicas.priority.data_turn()
-        _check_partitions((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        refused = refusals((t.topic, p.partition) for t in request.topics for p in t.partitions)
         asks = [
-            (TopicPartition(t.topic, p.partition), p.current_leader_epoch, p.leader_epoch)
+            (TopicPartition(t.topic, p.partition), given(p, "current_leader_epoch"), p.leader_epoch)
             for t in request.topics
             for p in t.partitions
+            if (t.topic, p.partition) not in refused
         ]
+        answers = self._fetch.offsets_for_leader_epoch(asks)
+        answers += [(tp, code, -1, -1) for tp, (code, _text) in refused.items()]
         by_topic: dict[str, broker_pb2.OffsetForLeaderTopicResponse] = {}
-        for tp, code, epoch, end in self._fetch.offsets_for_leader_epoch(asks):
+        for tp, code, epoch, end in answers:
             topic = by_topic.setdefault(
                 tp.topic, broker_pb2.OffsetForLeaderTopicResponse(topic=tp.topic)
             )
@@ -288,7 +325,9 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     ) -> broker_pb2.MetadataResponse:
         await self._replicas.priority.data_turn()
         if any(not name for name in request.topics):
-            raise InvalidRequestError(Code.INVALID_REQUEST, "topic name must not be empty")
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST, "topic name must not be empty", field="topics"
+            )
         # Kafka's rule: all topics only when asked for; an empty list asks for none.
         wanted = None if request.all_topics else list(request.topics)
         view = self._metadata.describe(wanted)

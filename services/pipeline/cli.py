@@ -72,7 +72,13 @@ def _settings(ctx: click.Context) -> SparkSettings:
     show_default=True,
     help="etcd endpoints, comma separated (env LEASEHOLD_ETCD).",
 )
-@click.option("--cluster-id", envvar="LEASEHOLD_CLUSTER_ID", default="leasehold", show_default=True)
+@click.option(
+    "--cluster-id",
+    envvar="LEASEHOLD_CLUSTER_ID",
+    default="leasehold",
+    show_default=True,
+    help="The cluster's etcd key prefix (env LEASEHOLD_CLUSTER_ID).",
+)
 @click.option(
     "--output",
     "output",
@@ -119,6 +125,7 @@ def snapshot(etcd, cluster_id, output, sizes, timeout, rate_window) -> None:
     "snapshot_dir",
     required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A directory written by `leasehold pipeline snapshot`.",
 )
 @click.option(
     "--output",
@@ -127,7 +134,11 @@ def snapshot(etcd, cluster_id, output, sizes, timeout, rate_window) -> None:
     help="Directory for reassignment.json, rollback.json and summary.json.",
 )
 @click.option(
-    "--mode", type=click.Choice(["balance", "kafka"]), default="balance", show_default=True
+    "--mode",
+    type=click.Choice(["balance", "kafka"]),
+    default="balance",
+    show_default=True,
+    help="balance: even out the cluster; kafka: kafka-reassign-partitions --generate.",
 )
 @click.option(
     "--engine",
@@ -155,7 +166,12 @@ def snapshot(etcd, cluster_id, output, sizes, timeout, rate_window) -> None:
     show_default=True,
     help="Allowed distance from the average replica/leader count (0.10 = 10%).",
 )
-@click.option("--max-replicas-per-broker", type=int, default=None)
+@click.option(
+    "--max-replicas-per-broker",
+    type=int,
+    default=None,
+    help="balance: the most replicas one broker may hold.",
+)
 @click.option(
     "--topic-balance",
     type=float,

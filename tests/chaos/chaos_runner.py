@@ -78,7 +78,7 @@ class ChaosRun:
         self.config = config
         self.report = ChaosReport(config)
         self._emit = emit
-        self.cluster = LocalCluster(
+        self.cluster = self._new_cluster(
             ClusterSpec(
                 controllers=config.controllers,
                 brokers=config.brokers,
@@ -103,6 +103,10 @@ class ChaosRun:
         self.recovered_at: float | None = None
         self.in_sync = False
         self.assignment: dict[int, tuple[int, ...]] = {}
+
+    def _new_cluster(self, spec: ClusterSpec) -> LocalCluster:
+        """The cluster the run starts (every process on loopback here)."""
+        return LocalCluster(spec)
 
     def clock(self) -> float:
         return time.monotonic() - self._t0
@@ -153,7 +157,7 @@ class ChaosRun:
 
     async def _scenario(self) -> None:
         c = self.config
-        async with EtcdClient([self.cluster.etcd.endpoint]) as etcd:
+        async with EtcdClient(self.cluster.etcd_endpoints) as etcd:
             probe = ClusterProbe(self.cluster, etcd, TOPIC)
             await probe.wait_ready()
             async with AdminClient(self.cluster.admin_address) as admin:

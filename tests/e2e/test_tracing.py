@@ -1,47 +1,69 @@
-"""One operator action is one trace, across admin, controller and brokers (issue 6, DESIGN §8).
+"""Traces in a real Jaeger: one operator action is one trace, across admin, controller and brokers.
 
-The services run as real processes exporting OTLP/gRPC to an in-process receiver. One
-CreateTopics must give a single trace in which the controller's handling of the new topic is a
-child of the admin call (the context travelled through the TopicAssignment in etcd) and each
-broker's LeaderAndIsr server span is a child of the controller's client span for it (the context
-travelled in gRPC metadata). Health checks and etcd calls are never traced.
+The services run as real processes exporting OTLP/gRPC to Jaeger all-in-one (built by
+``make jaeger``, on loopback). The test creates a topic, produces to it and fails the controller
+over, then asks Jaeger's own HTTP API (``/api/services``, ``/api/traces``) what it stored:
+
+* CreateTopics is one trace: the admin server span; the controller's event for the topic key,
+  a child of the admin call through the trace context stored with the intent in etcd; per broker
+  a request batch under that event, a LeaderAndIsr client span under the batch, and the broker's
+  LeaderAndIsr server span under it, with the broker's role change below;
+* Produce calls are traced on the brokers;
+* the failover's requests to every broker form one trace, down to each broker's handling;
+* every gRPC span follows OpenTelemetry's RPC conventions (``rpc.system``, ``rpc.service``,
+  ``rpc.method``, ``rpc.grpc.status_code`` 0, no error status), no span of these traces names a
+  parent missing from it, and Jaeger reports no warnings for them;
+* health checks and etcd calls are never traced.
+
+Spans are found by their conventions' attributes and the tree's shape, not by display names. A
+screenshot of each trace goes to ``test-output/jaeger/`` for people to look at.
 """
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 
-import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from otlp_receiver import CLIENT, SERVER, OtlpReceiver, ReceivedSpan
+from jaeger_traces import Span, Trace, screenshot
 
-from leasehold.client.admin import AdminClient
+from leasehold.client import AdminClient, Producer
 from leasehold.testing.cluster import ClusterSpec, LocalCluster
+from leasehold.testing.jaeger import JaegerServer, jaeger_binary
 from leasehold.testing.wait import until
 
 pytestmark = pytest.mark.e2e
 
 ADMIN, CONTROLLER, BROKER = "leasehold-admin", "leasehold-controller", "leasehold-broker-agent"
-CREATE_TOPICS = "leasehold.admin.v1.AdminService/CreateTopics"
-LEADER_AND_ISR = "leasehold.broker.v1.BrokerControlService/LeaderAndIsr"
-CONTROLLER_SERVICE = "leasehold.controller.v1.ControllerService"
+ADMIN_SERVICE = "leasehold.admin.v1.AdminService"
+CONTROL_SERVICE = "leasehold.broker.v1.BrokerControlService"
+BROKER_SERVICE = "leasehold.broker.v1.BrokerService"
+CONTROL_METHODS = {"LeaderAndIsr", "UpdateMetadata", "StopReplica"}
+
+
+def _have_jaeger() -> bool:
+    try:
+        return jaeger_binary().exists()
+    except FileNotFoundError:
+        return False
 
 
 @pytest.fixture
 def traced(tmp_path):
-    with OtlpReceiver() as receiver:
+    if not _have_jaeger():
+        pytest.skip("no Jaeger binary: run `make jaeger`")
+    with JaegerServer(tmp_path / "jaeger") as jaeger:
         env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_endpoint,
             "OTEL_EXPORTER_OTLP_INSECURE": "true",
             "OTEL_BSP_SCHEDULE_DELAY": "100",
             "OTEL_TRACES_SAMPLER": "parentbased_always_on",
         }
-        spec = ClusterSpec(controllers=1, brokers=2, session_ttl=3, extra_env=env)
+        spec = ClusterSpec(controllers=2, brokers=3, session_ttl=3, extra_env=env)
         cluster = LocalCluster(spec, workdir=str(tmp_path / "cluster"))
         try:
             cluster.start()
-            yield cluster, receiver
+            yield cluster, jaeger
         finally:
             for proc in cluster.brokers.values():  # no controlled shutdown: the test is over
                 proc.kill()
@@ -49,98 +71,169 @@ def traced(tmp_path):
             shutil.rmtree(tmp_path / "cluster", ignore_errors=True)
 
 
-async def _controller_ready(cluster: LocalCluster) -> bool:
-    """The controller's readiness: its service name is SERVING only once it is active."""
-    async with grpc.aio.insecure_channel(cluster.controllers[1].address) as ch:
-        resp = await health_pb2_grpc.HealthStub(ch).Check(
-            health_pb2.HealthCheckRequest(service=CONTROLLER_SERVICE), timeout=5
-        )
-    return resp.status == health_pb2.HealthCheckResponse.SERVING
+def _traces(jaeger: JaegerServer, service: str) -> list[Trace]:
+    return [Trace(t) for t in jaeger.traces(service, limit=500)]
 
 
-def _one(spans: list[ReceivedSpan], **want: object) -> ReceivedSpan | None:
-    found = [s for s in spans if all(getattr(s, k) == v for k, v in want.items())]
-    return found[0] if len(found) == 1 else None
+def _assert_rpc_conventions(span: Span, service: str, method: str) -> None:
+    assert span.tags.get("rpc.system") == "grpc", span
+    assert span.tags.get("rpc.service") == service, span
+    assert span.tags.get("rpc.method") == method, span
+    assert span.tags.get("rpc.grpc.status_code") == 0, span
+    assert span.tags.get("otel.status_code") != "ERROR" and not span.tags.get("error"), span
 
 
-def _complete_trace(receiver: OtlpReceiver):
-    """The CreateTopics trace once it holds admin, controller and both brokers' spans."""
+def _assert_whole(trace: Trace) -> None:
+    assert not trace.orphans(), [(s.service, s.name) for s in trace.orphans()]
+    assert len(trace.roots()) == 1, [(s.service, s.name) for s in trace.roots()]
+    assert not trace.warnings, trace.warnings
+    for s in trace.spans:
+        if "rpc.system" in s.tags:
+            _assert_rpc_conventions(s, s.tags["rpc.service"], s.tags["rpc.method"])
 
+
+def _broker_chain(trace: Trace, served: Span) -> tuple[Span, Span]:
+    """(controller client span, per-broker batch span) above a broker's server span."""
+    client = trace.by_id[served.parent_id]
+    assert client.service == CONTROLLER and client.kind == "client"
+    assert client.tags["rpc.method"] == served.tags["rpc.method"]
+    batch = trace.by_id[client.parent_id]
+    assert batch.service == CONTROLLER and "leasehold.broker_id" in batch.tags, batch
+    return client, batch
+
+
+def _create_topics_trace(jaeger: JaegerServer, brokers: int):
     async def probe():
-        spans = receiver.spans()
-        call = _one(spans, service=ADMIN, name=CREATE_TOPICS, kind=SERVER)
-        if call is None:
-            return None
-        trace = [s for s in spans if s.trace_id == call.trace_id]
-        broker_calls = [s for s in trace if s.name == LEADER_AND_ISR and s.kind == SERVER]
-        if len(broker_calls) < 2 or not any(s.service == CONTROLLER for s in trace):
-            return None
-        # Services export in batches on their own schedules: wait until every broker span's
-        # parent chain (controller client span, then its request-batch span) has arrived too.
-        ids = {s.span_id: s for s in trace}
-        for served in broker_calls:
-            client = ids.get(served.parent_span_id)
-            if client is None or client.parent_span_id not in ids:
-                return None
-        return call, trace
+        for trace in _traces(jaeger, ADMIN):
+            calls = [s for s in trace.spans if s.rpc("CreateTopics", "server")]
+            served = [s for s in trace.spans if s.rpc("LeaderAndIsr", "server")]
+            # Services export on their own schedules: complete once every broker's span and
+            # every parent it names have arrived.
+            if calls and len(served) >= brokers and not trace.orphans():
+                return trace
+        return None
 
     return probe
 
 
-async def test_create_topics_is_one_trace_across_admin_controller_and_brokers(traced):
-    cluster, receiver = traced
+def _failover_trace(jaeger: JaegerServer, epoch: int, brokers: int):
+    async def probe():
+        for trace in _traces(jaeger, CONTROLLER):
+            batches = trace.where(**{"leasehold.controller_epoch": epoch})
+            told = {
+                s.tags["leasehold.broker_id"] for s in batches if "leasehold.broker_id" in s.tags
+            }
+            served = [
+                s
+                for s in trace.spans
+                if s.service == BROKER
+                and s.kind == "server"
+                and s.tags.get("rpc.method") in CONTROL_METHODS
+            ]
+            if len(told) >= brokers and len(served) >= brokers and not trace.orphans():
+                return trace
+        return None
+
+    return probe
+
+
+async def test_operator_actions_are_whole_traces_in_jaeger(traced):
+    cluster, jaeger = traced
     async with AdminClient(cluster.admin_address) as admin:
 
         async def ready():
             described = await admin.describe_cluster()
-            return len(described.brokers) == 2 and await _controller_ready(cluster)
+            return len(described.brokers) == 3 and described.active_controller.epoch > 0
 
-        # A topic written while the controller is still failing over is created by the
-        # failover itself, in the failover's trace: wait until it is ready (active).
-        await until(ready, timeout=30, what="two brokers and an active controller")
-        result = await admin.create_topic(
-            "traced", partitions=2, replication_factor=2, timeout_ms=20_000
-        )
+        await until(ready, timeout=30, what="three brokers and an active controller")
+        first = (await admin.describe_cluster()).active_controller
+        result = await admin.create_topic("traced", 3, 3, timeout_ms=20_000)
         assert result.error_code == 0, result.error_message
 
-    call, trace = await until(_complete_trace(receiver), timeout=20, what="the trace")
-    by_id = {s.span_id: s for s in trace}
+        producer = Producer(admin=cluster.admin_address, acks="all")
+        try:
+            for i in range(6):
+                await producer.send_and_wait("traced", f"r{i}".encode(), partition=i % 3)
+        finally:
+            await producer.close()
 
-    # Admin: the call, and its validation as a child.
-    validate = _one(trace, service=ADMIN, name="admin.validate")
-    assert validate is not None and validate.parent_span_id == call.span_id
-    assert validate.attributes["leasehold.operation"] == "CreateTopics"
+        # Failover: the active controller goes; the other takes office with the next epoch.
+        cluster.controllers[first.controller_id].kill()
 
-    # Controller: the event that brought the topic key is a child of the admin call.
-    event = _one(trace, service=CONTROLLER, name="controller.event")
-    assert event is not None
-    assert event.parent_span_id == call.span_id
-    assert event.attributes["leasehold.event"] == "TopicChange"
-    assert event.attributes["leasehold.active"] is True
-    creation = _one(trace, service=CONTROLLER, name="controller.new_partitions")
-    assert creation is not None and creation.parent_span_id == event.span_id
-    assert creation.attributes["leasehold.partition_count"] == 2
-    commits = [s for s in trace if s.name == "controller.commit"]
-    assert commits and all(s.attributes["leasehold.txn_count"] >= 1 for s in commits)
+        async def failed_over():
+            now = (await admin.describe_cluster()).active_controller
+            return (
+                now
+                if now.epoch > first.epoch and now.controller_id != first.controller_id
+                else None
+            )
 
-    # Brokers: each LeaderAndIsr server span is the child of the controller's client span,
-    # itself inside the per-broker request batch span of that event.
-    broker_calls = [s for s in trace if s.name == LEADER_AND_ISR and s.kind == SERVER]
-    assert {s.service for s in broker_calls} == {BROKER}
-    batches = set()
-    for served in broker_calls:
-        client = by_id[served.parent_span_id]
-        assert (client.service, client.name, client.kind) == (CONTROLLER, LEADER_AND_ISR, CLIENT)
-        batch = by_id[client.parent_span_id]
-        assert batch.name == "controller.broker_requests"
-        assert batch.parent_span_id == event.span_id
-        batches.add(batch.attributes["leasehold.broker_id"])
-        roles = [s for s in trace if s.parent_span_id == served.span_id]
-        assert {s.name for s in roles} <= {"broker.become_leader", "broker.become_follower"}
-        assert roles, "the broker's role change is traced under the controller's request"
-    assert batches == {1, 2}
+        second = await until(failed_over, timeout=30, what="the other controller in office")
 
-    # Filtered: no health checks and no etcd calls, in any trace.
-    everything = receiver.spans()
-    assert not [s.name for s in everything if s.name.lstrip("/").startswith("grpc.health.")]
-    assert not [s.name for s in everything if s.name.lstrip("/").startswith("etcdserverpb.")]
+    # --- CreateTopics: one trace from the admin call to every broker's handling ---------------
+    trace = await until(_create_topics_trace(jaeger, 3), timeout=30, what="the CreateTopics trace")
+    _assert_whole(trace)
+    (call,) = [s for s in trace.spans if s.rpc("CreateTopics", "server")]
+    assert call.service == ADMIN and trace.roots() == [call]
+    _assert_rpc_conventions(call, ADMIN_SERVICE, "CreateTopics")
+    # The controller's handling of the topic key is a child of the admin call: the context
+    # travelled inside the TopicAssignment written to etcd (the intent), not over gRPC.
+    events = [s for s in trace.children(call) if s.service == CONTROLLER]
+    assert len(events) == 1, [(s.service, s.name) for s in trace.children(call)]
+    (event,) = events
+    assert event.tags["leasehold.event"] == "TopicChange"
+    assert event.tags["leasehold.intent_count"] == 1
+    served = [s for s in trace.spans if s.rpc("LeaderAndIsr", "server")]
+    assert {s.service for s in served} == {BROKER}
+    told = set()
+    for s in served:
+        _assert_rpc_conventions(s, CONTROL_SERVICE, "LeaderAndIsr")
+        client, batch = _broker_chain(trace, s)
+        _assert_rpc_conventions(client, CONTROL_SERVICE, "LeaderAndIsr")
+        assert trace.depth(batch) > trace.depth(event)  # the batch is inside the event
+        told.add(batch.tags["leasehold.broker_id"])
+        assert trace.children(s), "the broker's role change is traced under its handling"
+    assert told == {1, 2, 3}
+
+    # --- Produce: the brokers' server spans -----------------------------------------------
+    produced = [s for t in _traces(jaeger, BROKER) for s in t.spans if s.rpc("Produce", "server")]
+    assert len(produced) >= 6
+    for s in produced:
+        _assert_rpc_conventions(s, BROKER_SERVICE, "Produce")
+
+    # --- Failover: one trace reaching every broker ----------------------------------------
+    failover = await until(
+        _failover_trace(jaeger, second.epoch, 3), timeout=30, what="the failover trace"
+    )
+    _assert_whole(failover)
+    for s in failover.spans:
+        if s.service == BROKER and s.kind == "server":
+            _, batch = _broker_chain(failover, s)
+            assert batch.tags["leasehold.controller_epoch"] == second.epoch
+
+    # --- Never traced: health checks and etcd calls ---------------------------------------
+    services = jaeger.services()
+    assert {ADMIN, CONTROLLER, BROKER} <= set(services), services
+    for service in (ADMIN, CONTROLLER, BROKER):
+        operations = jaeger.operations(service)
+        assert not [o for o in operations if "grpc.health" in o or "etcdserverpb" in o], operations
+
+    for name, t in (("create-topics", trace), ("controller-failover", failover)):
+        picture = screenshot(t, jaeger.ui_url, name)
+        if picture is not None:
+            print(f"screenshot of the {name} trace: {picture}")
+
+
+def test_jaeger_listens_on_loopback_only(tmp_path):
+    if not _have_jaeger():
+        pytest.skip("no Jaeger binary: run `make jaeger`")
+    with JaegerServer(tmp_path / "jaeger") as jaeger:
+        pid = str(jaeger._proc.pid)
+        listening = [
+            line.split()[3]
+            for line in subprocess.run(
+                ["ss", "-Hltnp"], capture_output=True, text=True, check=True
+            ).stdout.splitlines()
+            if f"pid={pid}," in line
+        ]
+    assert listening and all(a.startswith("127.0.0.1:") for a in listening), listening

@@ -20,14 +20,15 @@ from leasehold.errors import InvalidRequestError
 from leasehold.metrics import RequestMetrics
 from leasehold.server import Service, ServiceRunner
 from leasehold.testing.certs import CertificateAuthority
+from leasehold.testing.wait import until
 
 SERVICE = "leasehold.controller.v1.ControllerService"
 
 
 class _Servicer(controller_pb2_grpc.ControllerServiceServicer):
     async def ControlledShutdown(self, request, context):
-        if request.broker_id < 0:
-            raise InvalidRequestError(42, "negative broker id")
+        if request.broker_epoch < 0:
+            raise InvalidRequestError(42, "negative broker epoch")
         return controller_pb2.ControlledShutdownResponse()
 
 
@@ -57,36 +58,44 @@ def _count(registry: CollectorRegistry, code: str) -> float:
     return registry.get_sample_value("leasehold_test_requests_total", labels) or 0.0
 
 
-async def _call(runner: ServiceRunner, ca: CertificateAuthority, role: str, broker_id: int):
+async def _call(
+    runner: ServiceRunner, ca: CertificateAuthority, role: str, broker_id: int, epoch: int = 0
+):
     async with channel(f"127.0.0.1:{runner.port}", ca.issue_role(role, 5).tls()) as ch:
         stub = controller_pb2_grpc.ControllerServiceStub(ch)
-        return await stub.ControlledShutdown(
-            controller_pb2.ControlledShutdownRequest(broker_id=broker_id), timeout=5
-        )
+        request = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=epoch)
+        return await stub.ControlledShutdown(request, timeout=5)
 
 
 @pytest.mark.parametrize(
-    ("role", "broker_id", "code"),
+    ("role", "broker_id", "epoch", "code"),
     [
-        ("broker", 5, "OK"),  # the certificate is broker 5's (``_call``)
-        ("broker", 1, "PERMISSION_DENIED"),  # speaking for another broker
-        ("broker", -1, "PERMISSION_DENIED"),
-        ("controller", 1, "PERMISSION_DENIED"),
-        ("admin", 1, "PERMISSION_DENIED"),
-        ("client", 1, "PERMISSION_DENIED"),
+        ("broker", 5, 0, "OK"),  # the certificate is broker 5's (``_call``)
+        ("broker", 5, -1, "INVALID_ARGUMENT"),  # refused by the servicer
+        ("broker", 1, 0, "PERMISSION_DENIED"),  # speaking for another broker
+        ("broker", -1, 0, "PERMISSION_DENIED"),
+        ("controller", 1, 0, "PERMISSION_DENIED"),
+        ("admin", 1, 0, "PERMISSION_DENIED"),
+        ("client", 1, 0, "PERMISSION_DENIED"),
     ],
 )
-async def test_roles_are_checked_and_every_call_is_counted(served, role, broker_id, code):
+async def test_roles_are_checked_and_every_call_is_counted(served, role, broker_id, epoch, code):
     runner, ca, registry = served
     if code == "OK":
-        assert (
-            await _call(runner, ca, role, broker_id) == controller_pb2.ControlledShutdownResponse()
-        )
+        answer = await _call(runner, ca, role, broker_id, epoch)
+        assert answer == controller_pb2.ControlledShutdownResponse()
     else:
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            await _call(runner, ca, role, broker_id)
+            await _call(runner, ca, role, broker_id, epoch)
         assert err.value.code().name == code
-    assert _count(registry, code) == 1
+
+    # The server counts a call once its handler has finished, which may be after the client
+    # has the answer (both run on this event loop).
+    async def counted():
+        return _count(registry, code) == 1
+
+    await until(counted, timeout=5, what=f"one {code} call counted")
+    assert sum(_count(registry, c) for c in ("OK", "INVALID_ARGUMENT", "PERMISSION_DENIED")) == 1
     timed = registry.get_sample_value(
         "leasehold_test_request_total_time_ms_count", {"request": "ControlledShutdown"}
     )

@@ -7,7 +7,7 @@ import click
 
 from leasehold.cli.context import obj
 from leasehold.cli.render import cluster_dict, cluster_table, config_dicts, configs_table
-from leasehold.cli.topics import alter_ops, config_alter_options
+from leasehold.cli.topics import alter_ops, check_results, config_alter_options
 from leasehold.client.admin import BROKER
 
 
@@ -37,6 +37,7 @@ def configs() -> None:
 @click.option("--broker", type=int, default=None, help="Broker id (default: cluster default).")
 @click.option("--all", "all_", is_flag=True, help="Also show keys at their defaults.")
 def configs_describe(broker, all_) -> None:
+    """Show the dynamic configs of a broker or the cluster default (--all: every key)."""
     ctx = obj()
     (result,) = ctx.admin().describe_configs([_resource(broker)])
     title = f"Configs for broker {broker}" if broker is not None else "Cluster-wide default configs"
@@ -47,9 +48,11 @@ def configs_describe(broker, all_) -> None:
 @click.option("--broker", type=int, default=None, help="Broker id (default: cluster default).")
 @config_alter_options
 def configs_alter(broker, set_, delete_, append, subtract, validate_only) -> None:
+    """Change the dynamic configs of a broker or of the cluster default."""
     ctx = obj()
     ops = alter_ops(set_, delete_, append, subtract)
-    ctx.admin().alter_configs(_resource(broker), ops, validate_only=validate_only)
+    resp = ctx.admin().alter_configs(_resource(broker), ops, validate_only=validate_only)
+    check_results(resp.results)
     target = f"broker {broker}" if broker is not None else "the cluster default"
     data = {"broker": broker, "changes": [{"name": n, "op": o, "value": v} for n, o, v in ops]}
     ctx.emit(data, lambda: f"Updated configs for {target}.")

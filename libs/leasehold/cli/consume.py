@@ -49,8 +49,8 @@ def record_line(r: ConsumerRecord, print_key: bool, print_offset: bool) -> str:
 @click.option("--offset", default=None, help="earliest, latest or a number (needs --partition).")
 @click.option("--max-messages", type=int, default=None, help="Stop after this many records.")
 @click.option("--timeout", type=float, default=None, help="Stop after this many idle seconds.")
-@click.option("--print-key", is_flag=True)
-@click.option("--print-offset", is_flag=True)
+@click.option("--print-key", is_flag=True, help="Print each record's key before its value.")
+@click.option("--print-offset", is_flag=True, help="Print each record's partition and offset.")
 def consume(topic, from_beginning, partitions, offset, max_messages, timeout, print_key,
             print_offset) -> None:  # fmt: skip
     """Read records from TOPIC and print one per line."""

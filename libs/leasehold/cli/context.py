@@ -28,8 +28,8 @@ import click
 from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from leasehold import client_config
 from leasehold.client.admin import SyncAdminClient
-from leasehold.client_config import ClientSettings
 from leasehold.config import TlsConfig
 from leasehold.errors import LeaseholdError
 
@@ -74,10 +74,15 @@ def _console(stderr: bool = False) -> Console:
 class CliContext:
     admin_address: str
     output: str = "table"
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    insecure: bool = False
+    # Resolved on first use from the options above, the environment and the client config file
+    # (``leasehold.client_config``), so that ``--help`` and commands that call no service need
+    # no TLS settings, and global options given after the subcommand still count.
     tls: TlsConfig | None = None
-    # Resolves the admin address and TLS on first use (``leasehold.client_config``), so that
-    # ``--help`` and commands that call no service need no TLS settings.
-    settings: Callable[[], ClientSettings] | None = field(default=None, repr=False)
+    _resolved: bool = field(default=False, repr=False)
     _admin: SyncAdminClient | None = field(default=None, repr=False)
 
     @property
@@ -86,9 +91,16 @@ class CliContext:
 
     def resolve(self) -> None:
         """Fix the admin address and TLS (a ClientConfigError says what is wrong, in a line)."""
-        if self.settings is not None:
-            found = self.settings()
-            self.admin_address, self.tls, self.settings = found.admin, found.tls, None
+        if self._resolved:
+            return
+        found = client_config.resolve(
+            admin=self.admin_address or None,
+            ca=self.tls_ca,
+            cert=self.tls_cert,
+            key=self.tls_key,
+            insecure=self.insecure,
+        )
+        self.admin_address, self.tls, self._resolved = found.admin, found.tls, True
 
     def admin(self) -> SyncAdminClient:
         """The admin client, created on first use and closed when the command ends."""

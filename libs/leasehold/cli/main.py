@@ -5,18 +5,45 @@ The top-level group is built by :func:`build_cli`; each module named in :data:`C
 contributes its commands through a ``register(group)`` function. Adding a command family (e.g.
 ``leasehold pipeline``) is one module with ``register`` plus one entry in that tuple, or a call to
 :func:`register_commands` with extra module names.
+
+The global options (:data:`GLOBAL_OPTIONS`: ``--admin``, ``-o/--output``, ``--tls-*``) may be
+typed before the subcommand or after it, as kubectl and gh users type them
+(``leasehold cluster describe -o json``): every command also takes them, unless it has an option
+of that name of its own (``pipeline plan --output DIR``), and a value given there wins.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Sequence
+from importlib import metadata
 
 import click
 
 from leasehold import client_config, telemetry
 from leasehold.cli.context import CliContext, CliFailure, ExitCode, exit_code_for
 from leasehold.errors import LeaseholdError
+
+# (parameter name, flags, click type or None for a flag, help): the root group's options, also
+# accepted after any subcommand.
+GLOBAL_OPTIONS: tuple[tuple[str, tuple[str, ...], click.ParamType | None, str], ...] = (
+    ("admin", ("--admin",), click.STRING, "Admin service address (env LEASEHOLD_ADMIN)."),
+    ("output", ("--output", "-o"), click.Choice(["table", "json"]), "Human tables, or JSON."),
+    ("tls_ca", ("--tls-ca",), click.STRING, "CA file for TLS (env LEASEHOLD_TLS_CA)."),
+    ("tls_cert", ("--tls-cert",), click.STRING, "Client certificate (env LEASEHOLD_TLS_CERT)."),
+    ("tls_key", ("--tls-key",), click.STRING, "Client key (env LEASEHOLD_TLS_KEY)."),
+    ("insecure", ("--insecure",), None, "Plaintext (env LEASEHOLD_INSECURE=1)."),
+)
+# The CliContext field each global option sets (the others keep their option's name).
+_CONTEXT_FIELDS = {name: name for name, *_ in GLOBAL_OPTIONS} | {"admin": "admin_address"}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("leasehold")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
 
 COMMAND_MODULES: tuple[str, ...] = (
     "leasehold.cli.topics",
@@ -71,8 +98,33 @@ def register_commands(group: click.Group, modules: Iterable[str] = COMMAND_MODUL
         importlib.import_module(name).register(group)
 
 
+def _override(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    """A global option given after the subcommand: it replaces the root's value (a flag only
+    when given)."""
+    if value is not None and value is not False and param.name is not None:
+        setattr(ctx.find_object(CliContext), _CONTEXT_FIELDS[param.name], value)
+
+
+def accept_global_options(command: click.Command) -> None:
+    """Let ``command`` and every command under it take the global options too."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_global_options(sub)
+        return
+    taken = {o for p in command.params for o in getattr(p, "opts", ())}
+    names = {p.name for p in command.params}
+    for name, flags, type_, help_ in GLOBAL_OPTIONS:
+        if name in names or taken.intersection(flags):
+            continue  # the command's own option of that name wins
+        kind = {"is_flag": True, "default": None} if type_ is None else {"type": type_}
+        command.params.append(
+            click.Option(flags, name, help=help_, expose_value=False, callback=_override, **kind)
+        )
+
+
 def build_cli(extra_modules: Sequence[str] = ()) -> click.Group:
     @click.group(cls=LeaseholdGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(_version(), "--version", "-V", prog_name="leasehold")
     @click.option(
         "--admin",
         envvar="LEASEHOLD_ADMIN",
@@ -111,17 +163,20 @@ def build_cli(extra_modules: Sequence[str] = ()) -> click.Group:
 
         TLS settings come from the flags, else LEASEHOLD_TLS_* / LEASEHOLD_INSECURE, else the
         client config file (LEASEHOLD_CLIENT_CONFIG or ~/.config/leasehold/client.json, which
-        make run writes).
+        make run writes). Global options may also follow the subcommand (leasehold cluster
+        describe -o json).
         """
         ctx.obj = CliContext(
             admin_address=admin or "",
             output=output,
-            settings=lambda: client_config.resolve(
-                admin=admin, ca=tls_ca, cert=tls_cert, key=tls_key, insecure=insecure
-            ),
+            tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            insecure=insecure,
         )
 
     register_commands(cli, (*COMMAND_MODULES, *extra_modules))
+    accept_global_options(cli)
     return cli
 
 

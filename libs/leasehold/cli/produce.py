@@ -21,9 +21,15 @@ from leasehold.errors import LeaseholdError
 @click.option("--partition", type=int, default=None, help="Write to this partition only.")
 @click.option("--header", "headers", multiple=True, help="Record header key=value.")
 @click.option(
-    "--acks", type=click.Choice(["0", "1", "all", "-1"]), default="all", show_default=True
+    "--acks",
+    type=click.Choice(["0", "1", "all", "-1"]),
+    default="all",
+    show_default=True,
+    help="Acknowledgement: none, the leader, or every in-sync replica.",
 )
-@click.option("--linger-ms", type=int, default=5, show_default=True)
+@click.option(
+    "--linger-ms", type=int, default=5, show_default=True, help="Batching delay, milliseconds."
+)
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Delivery, seconds.")
 def produce(topic, value, key, key_separator, partition, headers, acks, linger_ms, timeout) -> None:
     """Write records to TOPIC (from stdin lines unless --value is given)."""

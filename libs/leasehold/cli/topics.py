@@ -28,19 +28,23 @@ from leasehold.cli.render import (
     topic_table,
 )
 from leasehold.client.admin import TOPIC, SyncAdminClient
+from leasehold.client.errors import error_from_code
 from leasehold.common.v1 import common_pb2
 
 _NONE = common_pb2.ERROR_CODE_NONE
 _TIMED_OUT = common_pb2.ERROR_CODE_REQUEST_TIMED_OUT
 
 
-def _check(code: int, message: str) -> None:
-    if code == _NONE:
-        return
-    exit_code = ExitCode.UNAVAILABLE if code == _TIMED_OUT else ExitCode.FAILED
-    if code == common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
-        exit_code = ExitCode.NOT_FOUND
-    raise CliFailure(exit_code, message or code_name(code))
+def check_item(code: int, message: str) -> None:
+    """A refused item of a per-item answer fails the command with the error model's exit code."""
+    if code != _NONE:
+        raise error_from_code(code, message or code_name(code))
+
+
+def check_results(results) -> None:
+    """Every result of an AlterConfigs answer (or any with error_code/error_message) is OK."""
+    for r in results:
+        check_item(r.error_code, r.error_message)
 
 
 def wait_for_leaders(
@@ -87,7 +91,7 @@ def create(name, partitions, replication_factor, replica_assignment, configs, va
         configs=parse_kv(configs, "--config"),
         validate_only=validate_only,
     )
-    _check(result.error_code, result.error_message)
+    check_item(result.error_code, result.error_message)
     missing = 0
     if wait and not validate_only:
         missing = wait_for_leaders(admin, name, set(range(result.num_partitions)), timeout)
@@ -100,25 +104,31 @@ def create(name, partitions, replication_factor, replica_assignment, configs, va
         "validate_only": validate_only,
         "partitions_without_leader": missing if wait and not validate_only else None,
     }
-    verb = "would be created" if validate_only else "Created topic"
+    if missing:  # written, but not serving: say so instead of "Created topic"
+        if ctx.json:
+            ctx.emit(data, lambda: None)
+        raise CliFailure(
+            ExitCode.UNAVAILABLE,
+            f"Topic {name} ({result.topic_id}) was written, but {missing} of its "
+            f"{result.num_partitions} partition(s) had no leader after {timeout}s; see "
+            f"`leasehold topics describe {name}`.",
+        )
     text = (
-        f"Topic {name} {verb} with {result.num_partitions} partitions and replication factor "
-        f"{result.replication_factor}."
+        f"Topic {name} would be created with {result.num_partitions} partitions and replication "
+        f"factor {result.replication_factor}."
         if validate_only
-        else f"{verb} {name} ({result.topic_id}) with {result.num_partitions} partitions and "
-        f"replication factor {result.replication_factor}."
+        else f"Created topic {name} ({result.topic_id}) with {result.num_partitions} partitions "
+        f"and replication factor {result.replication_factor}."
     )
     ctx.emit(data, lambda: text)
-    if missing:
-        raise CliFailure(
-            ExitCode.UNAVAILABLE, f"{missing} partition(s) of {name} had no leader after {timeout}s"
-        )
 
 
 @topics.command("delete")
 @click.argument("names", nargs=-1, required=True)
-@click.option("--wait/--no-wait", default=True, show_default=True)
-@click.option("--timeout", type=float, default=30.0, show_default=True)
+@click.option(
+    "--wait/--no-wait", default=True, show_default=True, help="Wait for the controller's outcome."
+)
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
 def delete(names, wait, timeout) -> None:
     """Delete topics NAMES (the controller removes their replicas)."""
     ctx = obj()
@@ -141,7 +151,7 @@ def delete(names, wait, timeout) -> None:
     ok = [t.name for t in resp.topics if t.error_code == _NONE]
     ctx.emit(data, lambda: f"{done} {', '.join(ok)} (request {resp.request_id})." if ok else None)
     for t in resp.topics:
-        _check(t.error_code, f"{t.name}: {t.error_message}")
+        check_item(t.error_code, f"{t.name}: {t.error_message}")
 
 
 @topics.command("describe")
@@ -178,9 +188,9 @@ def list_() -> None:
 @click.argument("name")
 @click.option("--partitions", type=int, required=True, help="The new total partition count.")
 @click.option("--replica-assignment", default=None, help="Replicas of the NEW partitions: 1:2,2:3")
-@click.option("--validate-only", is_flag=True)
-@click.option("--wait/--no-wait", default=True, show_default=True)
-@click.option("--timeout", type=float, default=30.0, show_default=True)
+@click.option("--validate-only", is_flag=True, help="Check and show the plan, write nothing.")
+@click.option("--wait/--no-wait", default=True, show_default=True, help="Wait for leaders.")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
 def alter(name, partitions, replica_assignment, validate_only, wait, timeout) -> None:
     """Add partitions to topic NAME."""
     ctx = obj()
@@ -192,7 +202,7 @@ def alter(name, partitions, replica_assignment, validate_only, wait, timeout) ->
         assignments=[added[i] for i in sorted(added)],
         validate_only=validate_only,
     )
-    _check(result.error_code, result.error_message)
+    check_item(result.error_code, result.error_message)
     new = {a.partition: list(a.broker_ids) for a in result.assignments}
     missing = 0
     if wait and not validate_only:
@@ -214,6 +224,7 @@ def configs() -> None:
 @click.argument("name")
 @click.option("--all", "all_", is_flag=True, help="Also show keys at their defaults.")
 def configs_describe(name, all_) -> None:
+    """Show the config overrides of topic NAME (--all: every key)."""
     ctx = obj()
     (result,) = ctx.admin().describe_configs([(TOPIC, name)])
     ctx.emit(
@@ -237,16 +248,18 @@ def config_alter_options(f):
     f = click.option("--append", multiple=True, help="Add list items: key=a,b")(f)
     f = click.option("--delete", "delete_", multiple=True, help="Remove an override: key")(f)
     f = click.option("--set", "set_", multiple=True, help="Set an override: key=value")(f)
-    return click.option("--validate-only", is_flag=True)(f)
+    return click.option("--validate-only", is_flag=True, help="Check the changes, apply none.")(f)
 
 
 @configs.command("alter")
 @click.argument("name")
 @config_alter_options
 def configs_alter(name, set_, delete_, append, subtract, validate_only) -> None:
+    """Set, delete, append to or subtract from config overrides of topic NAME."""
     ctx = obj()
     ops = alter_ops(set_, delete_, append, subtract)
-    ctx.admin().alter_configs((TOPIC, name), ops, validate_only=validate_only)
+    resp = ctx.admin().alter_configs((TOPIC, name), ops, validate_only=validate_only)
+    check_results(resp.results)
     data = {"topic": name, "changes": [{"name": n, "op": o, "value": v} for n, o, v in ops]}
     verb = "Validated" if validate_only else "Updated"
     ctx.emit(data, lambda: f"{verb} configs for topic {name}.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -193,6 +194,16 @@ class TlsFiles:
         return grpc.ssl_channel_credentials(read(self.ca), read(self.key), read(self.cert))
 
 
+# Metadata etcd's own client sends (``clientv3.WithRequireLeader``): a member that has lost its
+# raft leader (one cut off in a minority) rejects such a call at once with "etcdserver: no
+# leader", and cancels such a watch or keep-alive stream, instead of holding it until its
+# deadline. The caller's retry then goes, by round robin, to another member.
+REQUIRE_LEADER = (("hasleader", "true"),)
+# How etcd answers a call carrying REQUIRE_LEADER on such a member: the call was not executed, so
+# retrying it (a write too) is safe.
+NO_LEADER = "etcdserver: no leader"
+
+
 def _target(endpoints: Sequence[str]) -> str:
     """A gRPC target for one or more ``host:port`` endpoints (several IPs fail over in order)."""
     cleaned = [e.removeprefix("http://").removeprefix("https://") for e in endpoints]
@@ -234,6 +245,10 @@ class EtcdClient:
             ("grpc.initial_reconnect_backoff_ms", 100),
             # etcd back from a restart or a pause is seen within half a second.
             ("grpc.max_reconnect_backoff_ms", 500),
+            # Every member is connected and calls take turns: a call retried after one member
+            # failed it reaches another (pick_first would stay on a member that answers
+            # nothing useful for as long as its TCP connection lives).
+            ("grpc.lb_policy_name", "round_robin"),
         ]
 
     async def connect(self) -> None:
@@ -274,11 +289,24 @@ class EtcdClient:
         await self.close()
 
     async def _call(self, method, request, timeout: float | None = None, *, name: str = ""):
-        try:
-            return await method(request, timeout=timeout or self.timeout, wait_for_ready=True)
-        except grpc.aio.AioRpcError as e:
-            name = name or type(request).__name__
-            raise EtcdError(f"etcd {name} failed: {e.code().name} {e.details()}") from e
+        """One call within ``timeout``; one a leaderless member refused is sent again (round
+        robin takes it to the next member) until it is answered or the time is up."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            try:
+                return await method(
+                    request,
+                    timeout=max(deadline - time.monotonic(), 0.001),
+                    wait_for_ready=True,
+                    metadata=REQUIRE_LEADER,
+                )
+            except grpc.aio.AioRpcError as e:
+                refused = e.code() == grpc.StatusCode.UNAVAILABLE and e.details() == NO_LEADER
+                if refused and time.monotonic() < deadline - 0.01:
+                    await asyncio.sleep(0.01)
+                    continue
+                name = name or type(request).__name__
+                raise EtcdError(f"etcd {name} failed: {e.code().name} {e.details()}") from e
 
     # --- key-value ------------------------------------------------------------------------------
 
@@ -393,7 +421,7 @@ class EtcdClient:
                     return
                 yield item
 
-        call = self.watch_stub.Watch(requests())
+        call = self.watch_stub.Watch(requests(), metadata=REQUIRE_LEADER)
         try:
             async for resp in call:
                 if resp.compact_revision:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 import grpc
 from aetcd import rpc
 
-from leasehold.etcd.client import EtcdClient, EtcdError
+from leasehold.etcd.client import REQUIRE_LEADER, EtcdClient, EtcdError
 from leasehold.etcd.lease import Ask, LeaseState, LeaseTracker
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ class KeepAlive(threading.Thread):
                 ttl = self._keep_alive_once(timeout)
             else:
                 req = rpc.LeaseTimeToLiveRequest(ID=self.lease_id)
-                ttl = self._stub.LeaseTimeToLive(req, timeout=timeout).TTL
+                ttl = self._stub.LeaseTimeToLive(req, timeout=timeout, metadata=REQUIRE_LEADER).TTL
         except grpc.RpcError as e:
             if self._stopping.is_set():
                 return None
@@ -215,7 +215,9 @@ class KeepAlive(threading.Thread):
     def _keep_alive_once(self, timeout: float) -> int:
         """One renewal on a stream of its own (as etcd's KeepAliveOnce): the TTL granted."""
         request = rpc.LeaseKeepAliveRequest(ID=self.lease_id)
-        answers = self._stub.LeaseKeepAlive(iter((request,)), timeout=timeout)
+        answers = self._stub.LeaseKeepAlive(
+            iter((request,)), timeout=timeout, metadata=REQUIRE_LEADER
+        )
         try:
             for answer in answers:
                 return answer.TTL

@@ -110,7 +110,9 @@ class CertificateAuthority:
         stem: str | None = None,
     ) -> CertFiles:
         """A certificate carrying the Leasehold identity ``role`` (and instance ``ident``) in
-        ``trust_domain``, serving the hosts ``dns`` and ``ips``."""
+        ``trust_domain``, serving the hosts ``dns`` and ``ips`` (loopback always among them,
+        besides a test host's own address)."""
         name = role if ident is None else f"{role}-{ident}"
         uri = f"spiffe://{trust_domain}/{role}" + ("" if ident is None else f"/{ident}")
+        ips = tuple(dict.fromkeys(("127.0.0.1", *ips)))
         return self.issue(stem or name, common_name=name, uris=(uri,), dns=dns, ips=ips)

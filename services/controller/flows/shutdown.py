@@ -3,8 +3,9 @@
 The broker is marked shutting down (it may no longer lead or join an ISR, KIP-841). Partitions it
 leads (replicated, not being deleted) get a new leader from the controlled-shutdown selector;
 partitions it follows get StopReplica and lose it from their ISR (OfflineReplica). The answer
-lists the replicated partitions it still leads; an empty list means it may stop now. The broker
-retries until the list is empty or it gives up and stops anyway. The answer leaves before the
+lists the replicated partitions it still leads that another live broker could take over; an
+empty list means it may stop now. The broker retries until the list is empty or it gives up and
+stops anyway. The answer leaves before the
 event's broker requests are gathered and built: they are for the other brokers, and the one
 stopping need not wait for them. Until the answer is set the cyclic garbage collector is paused
 (see ``collection_paused``).
@@ -108,10 +109,17 @@ class ControlledShutdownFlow:
             ReplicaState.OFFLINE,
             reason="controlled_shutdown",
         )
+        # Still led, and some other replica's broker is live (it may yet join the ISR and take
+        # over). A partition no other live broker holds cannot move however long the broker
+        # waits (the others stopped, or are stopping too): it is not reported, so the last
+        # broker of a cluster being stopped goes at once instead of retrying until its timeout.
+        live = ctx.live_broker_ids
         remaining = [
             tp
             for tp in ctx.partitions_led_by(broker_id)
-            if len(ctx.replicas(tp)) > 1 and not ctx.is_topic_queued_for_deletion(tp.topic)
+            if len(ctx.replicas(tp)) > 1
+            and not ctx.is_topic_queued_for_deletion(tp.topic)
+            and any(r != broker_id and r in live for r in ctx.replicas(tp))
         ]
         if remaining:
             log.info("broker %d still leads %d partitions", broker_id, len(remaining))

@@ -253,11 +253,11 @@ async def test_election_for_every_partition_returns_at_once(cluster):
 async def test_generate_is_kafkas_proposal(cluster):
     admin = cluster
     resp = await admin.stub.GenerateReassignment(
-        a.GenerateReassignmentRequest(topics=["t"], broker_ids=[3, 4, 9])
+        a.GenerateReassignmentRequest(topics=["t"], broker_ids=[3, 4])
     )
     expected = propose_reassignment(
         {"t": {0: [1, 2], 1: [2, 3]}},
-        [BrokerMetadata(3), BrokerMetadata(4)],  # unknown broker 9 is ignored, as in Kafka
+        [BrokerMetadata(3), BrokerMetadata(4)],
         random.Random(SEED),
     )
     assert [(p.partition, list(p.replicas)) for p in resp.current] == [(0, [1, 2]), (1, [2, 3])]

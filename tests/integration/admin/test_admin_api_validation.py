@@ -1,22 +1,42 @@
-"""Every validation rule through the gRPC API: the right status, a clear message, nothing written.
+"""Every validation rule through the gRPC API: the right error, a clear message, nothing written.
 
 Each case runs against the same starting cluster (brokers 1-3; ``existing`` with 3 partitions at
 RF 2; ``doomed`` queued for deletion; ``moving`` with a reassignment in progress) and checks that
-etcd's revision did not move: a rejected request writes nothing at all.
+etcd's revision did not move: a rejected request writes nothing at all. A whole-call refusal is a
+gRPC status with the rich details of the error model (``item(...)`` cases instead expect the OK
+answer of CreateTopics, CreatePartitions, DeleteTopics or AlterConfigs to refuse its one item
+with that ErrorCode).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import grpc
 import pytest
 
 from leasehold.admin.v1 import admin_pb2 as a
+from leasehold.client.errors import details_of
 from leasehold.common.v1 import common_pb2 as c
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 EXISTS = grpc.StatusCode.ALREADY_EXISTS
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Item(NamedTuple):
+    """The per-item ErrorCode a case expects in an OK answer."""
+
+    code: int
+
+
+def item(name: str) -> Item:
+    return Item(c.ErrorCode.Value(f"ERROR_CODE_{name}"))
+
+
+def results_of(response):
+    return list(getattr(response, "topics", None) or response.results)
 
 
 def topic(name, n=1, rf=1, assignment=None, **configs):
@@ -78,33 +98,102 @@ PREFERRED = c.ELECTION_TYPE_PREFERRED
 
 CASES = [
     # --- CreateTopics: names (Kafka's Topic.validate and collision rule)
-    ("empty name", *create(topic("")), INVALID, "the empty string is not allowed"),
-    ("dot", *create(topic(".")), INVALID, "'.' is not allowed"),
-    ("dot dot", *create(topic("..")), INVALID, "'..' is not allowed"),
-    ("illegal chars", *create(topic("a/b")), INVALID, "characters other than ASCII"),
-    ("too long", *create(topic("x" * 250)), INVALID, "longer than the max allowed length 249"),
-    ("exists", *create(topic("existing")), EXISTS, "Topic 'existing' already exists."),
-    ("marked for deletion", *create(topic("doomed")), EXISTS, "is marked for deletion"),
-    ("collides", *create(topic("my_events")), INVALID, "collides with existing topics: my.events"),
-    ("collides in request", *create(topic("x.y"), topic("x_y")), INVALID, "collides with another"),
+    (
+        "empty name",
+        *create(topic("")),
+        item("INVALID_TOPIC_EXCEPTION"),
+        "the empty string is not allowed",
+    ),
+    ("dot", *create(topic(".")), item("INVALID_TOPIC_EXCEPTION"), "'.' is not allowed"),
+    ("dot dot", *create(topic("..")), item("INVALID_TOPIC_EXCEPTION"), "'..' is not allowed"),
+    (
+        "illegal chars",
+        *create(topic("a/b")),
+        item("INVALID_TOPIC_EXCEPTION"),
+        "characters other than ASCII",
+    ),
+    (
+        "too long",
+        *create(topic("x" * 250)),
+        item("INVALID_TOPIC_EXCEPTION"),
+        "longer than the max allowed length 249",
+    ),
+    (
+        "exists",
+        *create(topic("existing")),
+        item("TOPIC_ALREADY_EXISTS"),
+        "Topic 'existing' already exists.",
+    ),
+    (
+        "marked for deletion",
+        *create(topic("doomed")),
+        item("TOPIC_ALREADY_EXISTS"),
+        "is marked for deletion",
+    ),
+    (
+        "collides",
+        *create(topic("my_events")),
+        item("INVALID_TOPIC_EXCEPTION"),
+        "collides with existing topics: my.events",
+    ),
     ("duplicate topics", *create(topic("d1"), topic("d1")), INVALID, "duplicate topics: d1"),
     ("no topics", "CreateTopics", a.CreateTopicsRequest(), INVALID, "No topics to create"),
     # --- CreateTopics: counts
-    ("zero partitions", *create(topic("t", n=0)), INVALID, "partitions must be larger than 0"),
-    ("zero rf", *create(topic("t", rf=0)), INVALID, "Replication factor must be larger than 0"),
-    ("rf too big", *create(topic("t", rf=4)), INVALID, "larger than available brokers: 3"),
-    ("too many partitions", *create(topic("t", n=1001)), INVALID, "exceeds the maximum of 1000"),
+    (
+        "zero partitions",
+        *create(topic("t", n=0)),
+        item("INVALID_PARTITIONS"),
+        "partitions must be larger than 0",
+    ),
+    (
+        "zero rf",
+        *create(topic("t", rf=0)),
+        item("INVALID_REPLICATION_FACTOR"),
+        "Replication factor must be larger than 0",
+    ),
+    (
+        "rf too big",
+        *create(topic("t", rf=4)),
+        item("INVALID_REPLICATION_FACTOR"),
+        "larger than available brokers: 3",
+    ),
+    (
+        "too many partitions",
+        *create(topic("t", n=1001)),
+        item("INVALID_PARTITIONS"),
+        "exceeds the maximum of 1000",
+    ),
     # --- CreateTopics: explicit assignments
-    ("gap", *create(topic("t", 0, 0, [(0, [1]), (2, [2])])), INVALID, "consecutive 0-based"),
-    ("dup broker", *create(topic("t", 0, 0, [(0, [1, 1])])), INVALID, "Duplicate brokers"),
-    ("unknown broker", *create(topic("t", 0, 0, [(0, [1, 9])])), INVALID, "not available"),
+    (
+        "gap",
+        *create(topic("t", 0, 0, [(0, [1]), (2, [2])])),
+        item("INVALID_REPLICA_ASSIGNMENT"),
+        "consecutive 0-based",
+    ),
+    (
+        "dup broker",
+        *create(topic("t", 0, 0, [(0, [1, 1])])),
+        item("INVALID_REPLICA_ASSIGNMENT"),
+        "Duplicate brokers",
+    ),
+    (
+        "unknown broker",
+        *create(topic("t", 0, 0, [(0, [1, 9])])),
+        item("BROKER_NOT_AVAILABLE"),
+        "not available",
+    ),
     (
         "inconsistent rf",
         *create(topic("t", 0, 0, [(0, [1, 2]), (1, [3])])),
-        INVALID,
+        item("INVALID_REPLICA_ASSIGNMENT"),
         "Inconsistent replication factor",
     ),
-    ("both given", *create(topic("t", 3, 0, [(0, [1])])), INVALID, "Both numPartitions"),
+    (
+        "both given",
+        *create(topic("t", 3, 0, [(0, [1])])),
+        item("INVALID_REQUEST"),
+        "Both numPartitions",
+    ),
     (
         "partition twice",
         *create(topic("t", 0, 0, [(0, [1]), (0, [2])])),
@@ -112,21 +201,56 @@ CASES = [
         "appears more than once",
     ),
     # --- CreateTopics: configs
-    ("unknown config", *create(topic("t", **{"no.such": "1"})), INVALID, "Unknown topic config"),
+    (
+        "unknown config",
+        *create(topic("t", **{"no.such": "1"})),
+        item("INVALID_CONFIG"),
+        "Unknown topic config",
+    ),
     (
         "bad config",
         *create(topic("t", **{"retention.ms": "soon"})),
-        INVALID,
+        item("INVALID_CONFIG"),
         "Invalid value soon for configuration retention.ms",
     ),
     # --- CreatePartitions
-    ("grow unknown", *grow("nope", 4), NOT_FOUND, "The topic 'nope' does not exist."),
-    ("shrink", *grow("existing", 2), INVALID, "which is higher than the requested 2"),
-    ("same count", *grow("existing", 3), INVALID, "already has 3 partitions"),
-    ("grow deleting", *grow("doomed", 4), PRECONDITION, "queued for deletion"),
-    ("grow moving", *grow("moving", 4), PRECONDITION, "reassignment is in progress"),
-    ("grow bad broker", *grow("existing", 4, [1, 9]), INVALID, "Unknown broker(s)"),
-    ("grow count mismatch", *grow("existing", 5, [1, 2]), INVALID, "2 but 1 assignments"),
+    (
+        "grow unknown",
+        *grow("nope", 4),
+        item("UNKNOWN_TOPIC_OR_PARTITION"),
+        "The topic 'nope' does not exist.",
+    ),
+    (
+        "shrink",
+        *grow("existing", 2),
+        item("INVALID_PARTITIONS"),
+        "which is higher than the requested 2",
+    ),
+    ("same count", *grow("existing", 3), item("INVALID_PARTITIONS"), "already has 3 partitions"),
+    (
+        "grow deleting",
+        *grow("doomed", 4),
+        item("TOPIC_DELETION_IN_PROGRESS"),
+        "queued for deletion",
+    ),
+    (
+        "grow moving",
+        *grow("moving", 4),
+        item("REASSIGNMENT_IN_PROGRESS"),
+        "reassignment is in progress",
+    ),
+    (
+        "grow bad broker",
+        *grow("existing", 4, [1, 9]),
+        item("INVALID_REPLICA_ASSIGNMENT"),
+        "Unknown broker(s)",
+    ),
+    (
+        "grow count mismatch",
+        *grow("existing", 5, [1, 2]),
+        item("INVALID_REPLICA_ASSIGNMENT"),
+        "2 but 1 assignments",
+    ),
     (
         "grow dup",
         "CreatePartitions",
@@ -139,14 +263,14 @@ CASES = [
         "delete unknown",
         "DeleteTopics",
         a.DeleteTopicsRequest(topic_names=["nope"]),
-        NOT_FOUND,
+        item("UNKNOWN_TOPIC_OR_PARTITION"),
         "does not exist",
     ),  # fmt: skip
     (
         "delete twice",
         "DeleteTopics",
         a.DeleteTopicsRequest(topic_names=["doomed"]),
-        PRECONDITION,
+        item("TOPIC_DELETION_IN_PROGRESS"),
         "queued for deletion",
     ),  # fmt: skip
     (
@@ -161,7 +285,7 @@ CASES = [
         "delete bad name",
         "DeleteTopics",
         a.DeleteTopicsRequest(topic_names=["a b"]),
-        INVALID,
+        item("INVALID_TOPIC_EXCEPTION"),
         "Topic name is invalid",
     ),  # fmt: skip
     # --- AlterPartitionReassignments
@@ -215,43 +339,58 @@ CASES = [
     ("elect dup", *elect(PREFERRED, ("existing", 0), ("existing", 0)), INVALID, "duplicate"),
     ("elect deleting", *elect(PREFERRED, ("doomed", 0)), PRECONDITION, "queued for deletion"),
     # --- AlterConfigs
-    ("alter unknown key", *alter(T, "existing", ("nope", SET, "1")), INVALID, "Unknown topic"),
+    (
+        "alter unknown key",
+        *alter(T, "existing", ("nope", SET, "1")),
+        item("INVALID_CONFIG"),
+        "Unknown topic",
+    ),
     (
         "alter bad value",
         *alter(T, "existing", ("min.insync.replicas", SET, "0")),
-        INVALID,
+        item("INVALID_CONFIG"),
         "Value must be at least 1",
     ),  # fmt: skip
-    ("alter unknown topic", *alter(T, "nope", ("retention.ms", SET, "1")), NOT_FOUND, "nope"),
-    ("alter deleting", *alter(T, "doomed", ("retention.ms", SET, "1")), PRECONDITION, "queued"),
+    (
+        "alter unknown topic",
+        *alter(T, "nope", ("retention.ms", SET, "1")),
+        item("UNKNOWN_TOPIC_OR_PARTITION"),
+        "nope",
+    ),
+    (
+        "alter deleting",
+        *alter(T, "doomed", ("retention.ms", SET, "1")),
+        item("TOPIC_DELETION_IN_PROGRESS"),
+        "queued",
+    ),
     (
         "alter unknown broker",
         *alter(B, "9", ("num.partitions", SET, "2")),
-        NOT_FOUND,
+        item("BROKER_NOT_AVAILABLE"),
         "Broker 9 is not registered",
     ),  # fmt: skip
     (
         "alter bad broker name",
         *alter(B, "one", ("num.partitions", SET, "2")),
-        INVALID,
+        item("INVALID_REQUEST"),
         "must be a broker id",
     ),  # fmt: skip
     (
         "append non-list",
         *alter(T, "existing", ("retention.ms", APPEND, "1")),
-        INVALID,
+        item("INVALID_CONFIG"),
         "append is not allowed for config key: retention.ms",
     ),  # fmt: skip
     (
         "dup keys",
         *alter(T, "existing", ("retention.ms", SET, "1"), ("retention.ms", SET, "2")),
-        INVALID,
+        item("INVALID_REQUEST"),
         "duplicate config keys",
     ),  # fmt: skip
     (
         "no op",
         *alter(T, "existing", ("retention.ms", a.CONFIG_OPERATION_UNSPECIFIED, "1")),
-        INVALID,
+        item("INVALID_REQUEST"),
         "Unsupported config operation",
     ),  # fmt: skip
     (
@@ -260,7 +399,7 @@ CASES = [
         INVALID,
         "Unsupported resource type",
     ),  # fmt: skip
-    ("no changes", *alter(T, "existing"), INVALID, "No config changes"),
+    ("no changes", *alter(T, "existing"), item("INVALID_REQUEST"), "No config changes"),
     # --- GenerateReassignment
     (
         "generate dup topics",
@@ -366,10 +505,17 @@ async def cluster(admin):
 async def test_rejected_and_nothing_written(cluster, method, request_, status, message):
     admin = cluster
     before = await admin.revision()
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await getattr(admin.stub, method)(request_)
-    assert err.value.code() == status, err.value.details()
-    assert message in err.value.details()
+    if isinstance(status, Item):
+        (result,) = results_of(await getattr(admin.stub, method)(request_))
+        assert c.ErrorCode.Name(result.error_code) == c.ErrorCode.Name(status.code)
+        assert message in result.error_message
+    else:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await getattr(admin.stub, method)(request_)
+        assert err.value.code() == status, err.value.details()
+        assert message in err.value.details()
+        details = details_of(err.value)
+        assert details.reason == c.ErrorCode.Name(details.code).removeprefix("ERROR_CODE_")
     assert await admin.revision() == before
 
 
@@ -394,12 +540,92 @@ async def test_delete_refused_when_deletion_disabled(cluster):
     assert await admin.revision() == before
 
 
-async def test_multi_topic_errors_name_the_topic(cluster):
+async def test_valid_topics_are_created_and_refused_ones_reported(cluster):
     admin = cluster
-    before = await admin.revision()
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await admin.stub.CreateTopics(a.CreateTopicsRequest(topics=[topic("ok"), topic("bad", 0)]))
-    assert err.value.code() == INVALID
-    assert err.value.details() == "Topic 'bad': Number of partitions must be larger than 0."
-    assert await admin.revision() == before
-    assert await admin.assignment("ok") is None  # the valid topic was not created either
+    response = await admin.stub.CreateTopics(
+        a.CreateTopicsRequest(topics=[topic("ok"), topic("bad", 0), topic("x.y"), topic("x_y")])
+    )
+    outcomes = [(t.name, c.ErrorCode.Name(t.error_code), t.error_message) for t in response.topics]
+    assert outcomes == [
+        ("ok", "ERROR_CODE_NONE", ""),
+        ("bad", "ERROR_CODE_INVALID_PARTITIONS", "Number of partitions must be larger than 0."),
+        ("x.y", "ERROR_CODE_NONE", ""),
+        (
+            "x_y",
+            "ERROR_CODE_INVALID_TOPIC_EXCEPTION",
+            "Topic 'x_y' collides with another topic of this request: x.y",
+        ),
+    ]
+    assert await admin.assignment("ok") is not None
+    assert await admin.assignment("x.y") is not None
+    assert await admin.assignment("bad") is None and await admin.assignment("x_y") is None
+
+
+async def test_per_item_refusals_leave_the_others_to_go_on(cluster):
+    admin = cluster
+    grown = await admin.stub.CreatePartitions(
+        a.CreatePartitionsRequest(
+            topics=[
+                a.CreatePartitionsTopic(name="existing", count=4),
+                a.CreatePartitionsTopic(name="nope", count=2),
+            ]
+        )
+    )
+    assert [(t.name, t.error_code) for t in grown.topics] == [
+        ("existing", c.ERROR_CODE_NONE),
+        ("nope", c.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    assert len(grown.topics[0].assignments) == 1
+    altered = await admin.stub.AlterConfigs(
+        a.AlterConfigsRequest(
+            resources=[
+                a.AlterConfigsResource(
+                    resource=a.ConfigResource(type=T, name="existing"),
+                    configs=[a.AlterableConfig(name="retention.ms", value="1000", operation=SET)],
+                ),
+                a.AlterConfigsResource(
+                    resource=a.ConfigResource(type=T, name="doomed"),
+                    configs=[a.AlterableConfig(name="retention.ms", value="1000", operation=SET)],
+                ),
+            ]
+        )
+    )
+    assert [r.error_code for r in altered.results] == [
+        c.ERROR_CODE_NONE,
+        c.ERROR_CODE_TOPIC_DELETION_IN_PROGRESS,
+    ]
+    described = await admin.stub.DescribeTopics(a.DescribeTopicsRequest(topics=["existing"]))
+    assert described.topics[0].configs["retention.ms"] == "1000"
+    assert len(described.topics[0].partitions) == 4
+    deleted = await admin.stub.DeleteTopics(
+        a.DeleteTopicsRequest(topic_names=["my.events", "nope", "doomed"])
+    )
+    assert deleted.request_id
+    assert [(t.name, t.error_code) for t in deleted.topics] == [
+        ("my.events", c.ERROR_CODE_NONE),
+        ("nope", c.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION),
+        ("doomed", c.ERROR_CODE_TOPIC_DELETION_IN_PROGRESS),
+    ]
+
+
+async def test_whole_call_refusals_name_the_field(cluster):
+    admin = cluster
+    cases = [
+        ("CreateTopics", a.CreateTopicsRequest(), "topics"),
+        ("CreateTopics", a.CreateTopicsRequest(topics=[topic("d"), topic("d")]), "topics"),
+        ("DeleteTopics", a.DeleteTopicsRequest(), "topic_names"),
+        ("AlterConfigs", alter(7, "x", ("a", SET, "1"))[1], "resources[0].resource.type"),
+        ("ElectLeaders", elect(9)[1], "election_type"),
+        (
+            "GenerateReassignment",
+            a.GenerateReassignmentRequest(topics=["existing"], broker_ids=[1, 2, 99]),
+            "broker_ids",
+        ),
+    ]
+    for method, request, field in cases:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await getattr(admin.stub, method)(request)
+        assert err.value.code() == INVALID, (method, err.value.details())
+        details = details_of(err.value)
+        assert [v.field for v in details.violations] == [field], method
+    assert "99" in err.value.details()

@@ -125,6 +125,39 @@ def test_errors_map_to_exit_codes(service, args, code, message):
     assert message in result.output
 
 
+def test_generate_names_an_unknown_broker(service, tmp_path):
+    name = unique("gen")
+    assert run(service, "topics", "create", name, "--replica-assignment", "1:2",
+               "--no-wait").exit_code == 0  # fmt: skip
+    topics_file = tmp_path / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": name}]}))
+    generated = run(service, "reassign", "--generate", "--topics-to-move-json-file",
+                    str(topics_file), "--broker-list", "1,2,99")  # fmt: skip
+    assert generated.exit_code == 2, generated.output
+    assert "Unknown broker id(s) in the broker list: 99" in generated.stderr
+    assert generated.stdout == ""
+
+
+def test_create_that_times_out_does_not_say_created(service):
+    # No controller here: the partitions never get a leader.
+    name = unique("slow")
+    made = run(service, "topics", "create", name, "--partitions", "1", "--timeout", "0.3")
+    assert made.exit_code == 4, made.output
+    assert "Created topic" not in made.output
+    assert f"Topic {name}" in made.stderr and "had no leader after 0.3s" in made.stderr
+    as_json = run(service, "topics", "create", unique("slow"), "--timeout", "0.3", "-o", "json")
+    assert as_json.exit_code == 4
+    assert json.loads(as_json.stdout)["partitions_without_leader"] == 1
+
+
+def test_global_options_after_the_subcommand(service):
+    shown = CliRunner().invoke(
+        build_cli(), ["cluster", "describe", "-o", "json", "--admin", service[0]]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["cluster_id"] == service[1].cluster_id
+
+
 def test_existing_topic_fails_with_code_1_and_unreachable_admin_with_4(service):
     name = unique("dup")
     assert run(service, "topics", "create", name, "--no-wait").exit_code == 0

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import grpc
+import pytest
 from broker_harness import leader_and_isr, partition_state
 
 from leasehold.broker.v1 import broker_pb2
+from leasehold.client.errors import details_of
 from leasehold.metadata.v1 import metadata_pb2
 from services.broker_agent.log import decode_records
 from services.broker_agent.model import Code
@@ -144,6 +147,40 @@ async def test_consumers_read_up_to_the_high_watermark_and_followers_move_it(bro
     assert stale.error_code == Code.FENCED_LEADER_EPOCH
     assert (await fetch(b, 3, replica_id=2, epoch=2)).error_code == Code.UNKNOWN_LEADER_EPOCH
     assert (await fetch(b, 3, replica_id=3, epoch=1)).error_code == Code.NOT_LEADER_OR_FOLLOWER
+
+
+async def test_a_client_that_leaves_out_replica_id_and_epoch_is_a_consumer(brokers):
+    b = await brokers(1)
+    await lead(b, 1, replicas=(1, 2))
+    await produce(b, [b"a"])
+    request = fetch_req(0)
+    request.ClearField("replica_id")
+    request.ClearField("replica_broker_epoch")
+    request.topics[0].partitions[0].ClearField("current_leader_epoch")
+    request.topics[0].partitions[0].ClearField("last_fetched_epoch")
+    consumer = (await b.broker.Fetch(request)).topics[0].partitions[0]
+    # A consumer: nothing is committed yet (a follower would get the record), no epoch checked.
+    assert (consumer.error_code, consumer.high_watermark, consumer.log_end_offset) == (
+        Code.NONE,
+        0,
+        1,
+    )
+    assert list(consumer.decoded_records) == []
+    # Replica id 0 given is broker 0, not a consumer: not a replica of this partition.
+    request.replica_id = 0
+    assert (await b.broker.Fetch(request)).topics[0].partitions[0].error_code == (
+        Code.NOT_LEADER_OR_FOLLOWER
+    )
+
+
+async def test_an_unknown_record_format_fails_the_call(brokers):
+    b = await brokers(1)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await b.broker.Fetch(fetch_req(0, fmt=99))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = details_of(caught.value)
+    assert details.reason == "INVALID_REQUEST"
+    assert [v.field for v in details.violations] == ["record_format"]
 
 
 async def test_long_poll_waits_for_data_and_for_max_wait(brokers):

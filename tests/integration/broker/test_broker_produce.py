@@ -10,6 +10,7 @@ import pytest
 from broker_harness import AcceptingController, leader_and_isr, partition_state, update_metadata
 
 from leasehold.broker.v1 import broker_pb2
+from leasehold.client.errors import details_of
 from leasehold.common.v1 import common_pb2
 from leasehold.metadata.v1 import metadata_pb2
 from services.broker_agent.model import Code
@@ -71,8 +72,27 @@ async def test_acks_zero_one_and_all_assign_consecutive_offsets(brokers):
         for acks, vals in ((0, [b"a"]), (1, [b"b", b"c"]), (-1, [b"d"]))
     ]
     assert got == [(Code.NONE, 0), (Code.NONE, 1), (Code.NONE, 3)]
-    result = await produce_one(b, [b"e"], acks=2)
-    assert result.error_code == Code.INVALID_REQUIRED_ACKS
+    # acks is a field of the request as a whole: a bad one fails the call, naming it.
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await produce_one(b, [b"e"], acks=2)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = details_of(caught.value)
+    assert details.reason == "INVALID_REQUIRED_ACKS"
+    assert [v.field for v in details.violations] == ["acks"]
+    # Absent acks is -1 (all), absent epoch is not checked: the producer that says nothing
+    # gets Kafka's safe default.
+    request = produce_req([b"f"])
+    request.ClearField("acks")
+    request.topics[0].partitions[0].ClearField("current_leader_epoch")
+    answer = (await b.broker.Produce(request)).topics[0].partitions[0]
+    assert (answer.error_code, answer.base_offset) == (Code.NONE, 4)
+
+
+async def test_an_epoch_of_zero_is_checked(brokers):
+    b = await brokers(1)
+    await lead(b, epoch=1)
+    assert (await produce_one(b, [b"a"], epoch=0)).error_code == Code.FENCED_LEADER_EPOCH
+    assert (await produce_one(b, [b"a"], epoch=1)).error_code == Code.NONE
 
 
 async def test_min_insync_replicas(brokers, etcd, keyspace):
@@ -161,9 +181,27 @@ async def test_size_limit_and_empty_batches(brokers, etcd, keyspace):
     assert (await produce_one(b, [], topic="big", acks=1)).error_code == Code.INVALID_RECORD
 
 
-async def test_malformed_produce_is_invalid_argument(brokers):
+async def test_partitions_that_cannot_exist_are_refused_alone(brokers):
     b = await brokers(1)
-    for request in (produce_req([b"x"], topic=""), produce_req([b"x"], partition=-3)):
-        with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await b.broker.Produce(request)
-        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    await lead(b)
+    request = produce_req([b"x"])
+    request.topics.add(topic="", partitions=[broker_pb2.PartitionProduceData(partition=0)])
+    request.topics[0].partitions.add(partition=-3)
+    answers = {
+        (t.topic, p.partition): (p.error_code, p.error_message)
+        for t in (await b.broker.Produce(request)).topics
+        for p in t.partitions
+    }
+    assert answers[("t", 0)] == (Code.NONE, "")
+    assert answers[("t", -3)] == (Code.UNKNOWN_TOPIC_OR_PARTITION, "partition must be >= 0, got -3")
+    assert answers[("", 0)][0] == Code.INVALID_TOPIC_EXCEPTION
+
+
+async def test_a_partition_listed_twice_fails_the_call(brokers):
+    b = await brokers(1)
+    request = produce_req([b"x"])
+    request.topics[0].partitions.add(partition=0)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await b.broker.Produce(request)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert [v.field for v in details_of(caught.value).violations] == ["topics"]

@@ -176,3 +176,15 @@ async def test_shutdown_without_other_isr_member_reports_partitions_still_led(cl
     await eventually(lambda: 2 in node.controller.ctx.live_broker_ids, 10, "broker 2 back")
     resp = await _shutdown(node, 1, cluster.brokers[1].epoch)
     assert [(p.topic, p.partition) for p in resp.remaining_partitions] == [("l", 0)]
+
+
+async def test_shutdown_of_the_last_live_replica_does_not_make_it_wait(cluster):
+    # Broker 2 is gone: nothing the last broker waits for can move its leadership, so the
+    # answer lets it stop at once (as when a whole cluster is stopped).
+    node = await _setup(cluster, brokers=(1, 2))
+    await cluster.create_topic("last", {0: [1, 2]})
+    await cluster.wait_states("last", 1, lambda s: True)
+    await cluster.brokers[2].deregister()
+    await eventually(lambda: 2 not in node.controller.ctx.live_broker_ids, 10, "broker 2 gone")
+    resp = await _shutdown(node, 1, cluster.brokers[1].epoch)
+    assert (resp.error_code, list(resp.remaining_partitions)) == (0, [])

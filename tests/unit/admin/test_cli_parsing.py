@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from leasehold.cli.context import (
+    CliContext,
     CliFailure,
     ExitCode,
     exit_code_for,
@@ -14,7 +15,12 @@ from leasehold.cli.context import (
     parse_replica_assignment,
 )
 from leasehold.cli.elect import parse_election_json
-from leasehold.cli.main import COMMAND_MODULES, build_cli, register_commands
+from leasehold.cli.main import (
+    COMMAND_MODULES,
+    accept_global_options,
+    build_cli,
+    register_commands,
+)
 from leasehold.errors import (
     AlreadyExistsError,
     InvalidRequestError,
@@ -123,3 +129,75 @@ def test_command_families_and_extension_point():
     group = click.Group("empty")
     register_commands(group, COMMAND_MODULES[:1])
     assert list(group.commands) == ["topics"]
+
+
+def _commands(command: click.Command, path: tuple[str, ...] = ()):
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _commands(sub, (*path, name))
+
+
+def test_every_command_and_option_has_a_help_line():
+    for path, command in _commands(build_cli()):
+        name = " ".join(("leasehold", *path))
+        assert command.get_short_help_str(), f"{name} has no help line"
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.help, f"{name} {param.opts[0]} has no help"
+
+
+def test_global_options_work_after_the_subcommand_too(tmp_path):
+    files = {name: tmp_path / name for name in ("ca", "cert", "key")}
+    for path in files.values():
+        path.write_text("-")  # read by the client when it connects, not by the CLI
+    seen = {}
+    cli = build_cli()
+
+    @cli.command("probe")
+    def probe() -> None:
+        """Record what the global options came to."""
+        ctx = click.get_current_context().find_object(CliContext)
+        seen.update(
+            admin=ctx.admin_address, output=ctx.output, ca=ctx.tls_ca, insecure=ctx.insecure
+        )
+        ctx.resolve()
+        seen.update(tls=ctx.tls)
+
+    accept_global_options(cli)
+    tls = [f"--tls-{name}={path}" for name, path in files.items()]
+    args = ["-o", "json", "--admin", "h:1", *tls]
+    result = CliRunner().invoke(cli, ["probe", *args])
+    assert result.exit_code == 0, result.output
+    assert (
+        seen["admin"] == "h:1" and seen["output"] == "json" and seen["tls"].ca == str(files["ca"])
+    )
+    result = CliRunner().invoke(cli, ["--output", "json", "probe"])
+    assert result.exit_code == 0 and seen["output"] == "json"
+    result = CliRunner().invoke(cli, ["probe", "--insecure"])
+    assert result.exit_code == 0, result.output
+    assert seen["insecure"] is True and not (seen["tls"] and seen["tls"].enabled)
+    result = CliRunner().invoke(cli, ["--insecure", "probe"])
+    assert result.exit_code == 0 and seen["insecure"] is True  # not reset by the absent flag
+    result = CliRunner().invoke(cli, ["probe"])
+    assert (seen["admin"], seen["output"], seen["ca"], seen["insecure"]) == ("", "table", "", False)
+    # A command with an option of that name keeps its own: pipeline plan --output is a directory.
+    plan = build_cli().commands["pipeline"].commands["plan"]
+    assert [p for p in plan.params if "--output" in getattr(p, "opts", ())][0].name == "output"
+    assert not any("-o" in getattr(p, "opts", ()) for p in plan.params)
+
+
+def test_a_global_option_after_the_subcommand_reaches_the_command(monkeypatch):
+    # The closed port is the one given after the subcommand, not the default: the call fails.
+    result = CliRunner().invoke(
+        build_cli(), ["cluster", "describe", "-o", "json", "--admin", "127.0.0.1:1"]
+    )
+    assert result.exit_code == ExitCode.UNAVAILABLE, result.output
+    assert "127.0.0.1:1" in result.output
+    assert "No such option" not in result.output
+
+
+def test_version():
+    result = CliRunner().invoke(build_cli(), ["--version"])
+    assert result.exit_code == 0
+    assert result.output.startswith("leasehold, version ")

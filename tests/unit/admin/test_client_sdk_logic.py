@@ -81,7 +81,9 @@ def test_status_maps_back_to_the_error_hierarchy(status, cls, message):
         (c.ERROR_CODE_TOPIC_ALREADY_EXISTS, AlreadyExistsError, "ALREADY_EXISTS"),
         (c.ERROR_CODE_NOT_LEADER_OR_FOLLOWER, UnavailableError, "UNAVAILABLE"),
         (c.ERROR_CODE_NOT_ENOUGH_REPLICAS, UnavailableError, "UNAVAILABLE"),
-        (c.ERROR_CODE_MESSAGE_TOO_LARGE, LeaseholdError, "FAILED_PRECONDITION"),
+        (c.ERROR_CODE_MESSAGE_TOO_LARGE, LeaseholdError, "RESOURCE_EXHAUSTED"),
+        (c.ERROR_CODE_INVALID_REPLICATION_FACTOR, InvalidRequestError, "INVALID_ARGUMENT"),
+        (c.ERROR_CODE_FENCED_LEADER_EPOCH, PreconditionError, "FAILED_PRECONDITION"),
     ],
 )
 def test_per_item_codes_become_errors(code, cls, status):

@@ -145,6 +145,7 @@ B1 = _auth("x", "spiffe://leasehold/broker/1")
             grpc.StatusCode.PERMISSION_DENIED,
         ),
         (FETCH, _auth("client"), broker_pb2.FetchRequest(replica_id=-1), None),
+        (FETCH, _auth("client"), broker_pb2.FetchRequest(), None),  # a consumer: no replica id
         (FETCH, B1, broker_pb2.FetchRequest(replica_id=1), None),
         (
             FETCH,

@@ -26,9 +26,13 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """AdminService is the public management API. Every request is validated
-    before anything is written; invalid requests fail with INVALID_ARGUMENT,
-    NOT_FOUND or FAILED_PRECONDITION and change nothing.
+    """AdminService is the public management API. Errors follow protos/README.md:
+    a call that cannot be carried out as a whole (an empty or duplicated list,
+    an unknown enum value, a topic that does not exist for a read) fails with a
+    gRPC status carrying google.rpc.ErrorInfo (and BadRequest for validation)
+    and changes nothing. CreateTopics, DeleteTopics, CreatePartitions and
+    AlterConfigs answer per item instead: the valid items are carried out, each
+    refused one reports its error_code and error_message, and the call is OK.
     """
 
     def __init__(self, channel):
@@ -105,9 +109,13 @@ class AdminServiceStub:
 
 
 class AdminServiceServicer:
-    """AdminService is the public management API. Every request is validated
-    before anything is written; invalid requests fail with INVALID_ARGUMENT,
-    NOT_FOUND or FAILED_PRECONDITION and change nothing.
+    """AdminService is the public management API. Errors follow protos/README.md:
+    a call that cannot be carried out as a whole (an empty or duplicated list,
+    an unknown enum value, a topic that does not exist for a read) fails with a
+    gRPC status carrying google.rpc.ErrorInfo (and BadRequest for validation)
+    and changes nothing. CreateTopics, DeleteTopics, CreatePartitions and
+    AlterConfigs answer per item instead: the valid items are carried out, each
+    refused one reports its error_code and error_message, and the call is OK.
     """
 
     def CreateTopics(self, request, context):
@@ -267,9 +275,13 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """AdminService is the public management API. Every request is validated
-    before anything is written; invalid requests fail with INVALID_ARGUMENT,
-    NOT_FOUND or FAILED_PRECONDITION and change nothing.
+    """AdminService is the public management API. Errors follow protos/README.md:
+    a call that cannot be carried out as a whole (an empty or duplicated list,
+    an unknown enum value, a topic that does not exist for a read) fails with a
+    gRPC status carrying google.rpc.ErrorInfo (and BadRequest for validation)
+    and changes nothing. CreateTopics, DeleteTopics, CreatePartitions and
+    AlterConfigs answer per item instead: the valid items are carried out, each
+    refused one reports its error_code and error_message, and the call is OK.
     """
 
     @staticmethod

@@ -54,6 +54,7 @@ class ErrorCode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ERROR_CODE_TOPIC_DELETION_IN_PROGRESS: _ClassVar[ErrorCode]
     ERROR_CODE_BROKER_SHUTTING_DOWN: _ClassVar[ErrorCode]
     ERROR_CODE_METADATA_DIGEST_MISMATCH: _ClassVar[ErrorCode]
+    ERROR_CODE_OPERATION_NOT_FOUND: _ClassVar[ErrorCode]
 
 class LeaderRecoveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -113,6 +114,7 @@ ERROR_CODE_NEW_LEADER_ELECTED: ErrorCode
 ERROR_CODE_TOPIC_DELETION_IN_PROGRESS: ErrorCode
 ERROR_CODE_BROKER_SHUTTING_DOWN: ErrorCode
 ERROR_CODE_METADATA_DIGEST_MISMATCH: ErrorCode
+ERROR_CODE_OPERATION_NOT_FOUND: ErrorCode
 LEADER_RECOVERY_STATE_UNSPECIFIED: LeaderRecoveryState
 LEADER_RECOVERY_STATE_RECOVERED: LeaderRecoveryState
 LEADER_RECOVERY_STATE_RECOVERING: LeaderRecoveryState
