@@ -37,6 +37,7 @@ from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.metrics import BrokerMetrics
 from services.broker_agent.model import Endpoint, TopicPartition
 from services.broker_agent.produce import ProduceHandler
+from services.broker_agent.producer_ids import ProducerIdManager
 from services.broker_agent.registration import Registration
 from services.broker_agent.replica_manager import ReplicaManager
 from services.broker_agent.servicer import BrokerControlServicer, BrokerServicer
@@ -104,6 +105,7 @@ class BrokerAgent:
         self.replicas.fetchers = FetcherManager(config.num_replica_fetchers, self._new_fetcher)
         self.replicas.submit_isr_change = self.isr.submit
         self.produce = ProduceHandler(self.replicas)
+        self.producer_ids = ProducerIdManager(self.etcd, self.keyspace, config.broker_id)
         sessions = FetchSessionCache(FetchSessionConfig.for_lag(config.replica_lag_time_max_ms))
         self.fetch = FetchHandler(self.replicas, self.isr, sessions)
         self.registration: Registration | None = None
@@ -169,6 +171,7 @@ class BrokerAgent:
                 self.fetch,
                 self.metadata,
                 self.config.common.cluster_id,
+                self.producer_ids,
             ),
             server,
         )

@@ -11,6 +11,7 @@ from typing import Any
 from leasehold import metadata_digest
 from leasehold.broker.v1 import broker_pb2, control_pb2
 from leasehold.common.v1 import common_pb2
+from leasehold.errors import InvalidRequestError
 from services.broker_agent.fetch import FetchResult
 from services.broker_agent.log import DecodedRecord, Record
 from services.broker_agent.metadata_cache import MetadataView, TopicView
@@ -24,8 +25,13 @@ from services.broker_agent.model import (
     MetadataPartition,
     StopReplica,
     StopReplicaPartition,
+    TopicPartition,
     UpdateMetadata,
 )
+from services.broker_agent.partition import NO_PRODUCER
+from services.broker_agent.produce import ProduceEntry
+
+MAX_PRODUCER_EPOCH = 2**15 - 1  # an int16 in the batch header
 
 # --------------------------------------------------------------------------- records
 
@@ -37,6 +43,42 @@ def record_from_pb(record: broker_pb2.Record) -> Record:
         headers=tuple((h.key, h.value) for h in record.headers),
         timestamp_ms=record.timestamp_ms,
     )
+
+
+def produce_entry_from_pb(topic: str, data: broker_pb2.PartitionProduceData) -> ProduceEntry:
+    """One partition's produce data; INVALID_ARGUMENT (InvalidRequestError, naming the field)
+    when its fields contradict each other (both a batch and records, half a producer triple)."""
+    tp = TopicPartition(topic, data.partition)
+    fields = ("producer_id", "producer_epoch", "base_sequence")
+    present = [data.HasField(f) for f in fields]
+    epoch = data.current_leader_epoch if data.HasField("current_leader_epoch") else -1
+    if any(present) and not all(present):
+        missing = next(f for f, here in zip(fields, present, strict=True) if not here)
+        raise InvalidRequestError(
+            Code.INVALID_REQUEST,
+            f"{tp.topic}-{tp.partition}: producer_id, producer_epoch and base_sequence go together",
+            field=f"topics.partitions.{missing}",
+        )
+    if data.record_batch:
+        if data.records or any(present):
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST,
+                f"{tp.topic}-{tp.partition}: record_batch excludes records and producer fields",
+                field="topics.partitions.record_batch",
+            )
+        return ProduceEntry(tp, (), epoch, batch=data.record_batch)
+    producer = NO_PRODUCER
+    if all(present):
+        producer = (data.producer_id, data.producer_epoch, data.base_sequence)
+        if producer[0] < 0 or not 0 <= producer[1] <= MAX_PRODUCER_EPOCH or producer[2] < 0:
+            raise InvalidRequestError(
+                Code.INVALID_REQUEST,
+                f"{tp.topic}-{tp.partition}: producer id, epoch and base sequence must be >= 0 "
+                f"(epoch <= {MAX_PRODUCER_EPOCH})",
+                field="topics.partitions.producer_id",
+            )
+    records = [record_from_pb(r) for r in data.records]
+    return ProduceEntry(tp, records, epoch, producer=producer)
 
 
 def record_pb(record: DecodedRecord) -> broker_pb2.Record:

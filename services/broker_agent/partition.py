@@ -39,6 +39,8 @@ from services.broker_agent.signals import ChangeSignal
 
 log = logging.getLogger(__name__)
 
+NO_PRODUCER = (-1, -1, -1)  # records not from an idempotent producer: (id, epoch, sequence)
+
 # KIP-704 leader recovery states (leasehold.common.v1.LeaderRecoveryState).
 RECOVERED = 1
 RECOVERING = 2
@@ -93,6 +95,9 @@ class Partition:
         # Each follower's fetch session holding this partition (fetch_session's idle rule).
         self.session_fetches: dict[int, SessionFetch] = {}
         self.log: Log | None = None
+        # Bumped whenever this replica takes or loses leadership (not on a new epoch while it
+        # stays leader): an acks=all append waits for its records only while it is unchanged.
+        self.leadership = 0
         self.awaiting_sync = False  # a role change's files are not durable yet: no appends
         self.signal = ChangeSignal()
         self.hw_moved_by: SpanContext | None = None  # the last follower fetch that moved it
@@ -155,6 +160,8 @@ class Partition:
         """
         log_ = self._ensure_log(state, config, defer_sync)
         was_leader = self.is_leader
+        if not was_leader:
+            self.leadership += 1
         self._apply_state(state)
         now = self._clock()
         leo = log_.log_end_offset
@@ -182,6 +189,8 @@ class Partition:
         defer_sync: bool = False,
     ) -> None:
         """Follow ``state.leader`` under the new epoch; the fetcher truncates, then fetches."""
+        if self.is_leader:
+            self.leadership += 1
         self._ensure_log(state, config, defer_sync)
         self._apply_state(state)
         self.followers = {}
@@ -196,6 +205,8 @@ class Partition:
 
     def stop(self) -> None:
         """StopReplica without delete: keep the log, forget the role, wake waiting requests."""
+        if self.is_leader:
+            self.leadership += 1
         self.leader_id = NO_LEADER
         self.followers = {}
         self.session_fetches = {}
@@ -215,12 +226,16 @@ class Partition:
 
     def append_as_leader(
         self,
-        records: Sequence[Record],
+        records: Sequence[Record] = (),
         *,
+        batch: bytes = b"",
+        producer: tuple[int, int, int] = NO_PRODUCER,
         current_leader_epoch: int,
         required_acks: int,
         min_insync_replicas: int,
     ) -> LogAppendInfo:
+        """Append a producer's ``batch`` as sent, or one built from ``records`` (with the
+        idempotent ``producer``'s id, epoch and base sequence, if any)."""
         log_ = self.check_leader(current_leader_epoch)
         if self.awaiting_sync:
             # Retriable: the client refreshes its metadata and retries in a few ms.
@@ -239,22 +254,27 @@ class Partition:
             self.followers.update(
                 caught_up_in_session(self.followers, self.session_fetches, log_.log_end_offset)
             )
-        info = log_.append_as_leader(records, self.leader_epoch)
-        self.maybe_increment_high_watermark()
-        self.signal.notify()
+        if batch:
+            info = log_.append_batch_as_leader(batch, self.leader_epoch)
+        else:
+            info = log_.append_as_leader(records, self.leader_epoch, producer=producer)
+        if not info.duplicate:
+            self.maybe_increment_high_watermark()
+            self.signal.notify()
         return info
 
     def acks_all_outcome(
-        self, required_offset: int, leader_epoch: int, min_insync_replicas: int
+        self, required_offset: int, leadership: int, min_insync_replicas: int
     ) -> Code | None:
-        """How an acks=all append at ``leader_epoch`` stands: None while still waiting.
+        """How an acks=all append made in ``leadership`` stands: None while still waiting.
 
         Acknowledged once the high watermark reaches ``required_offset``; if the committed
         ISR has meanwhile shrunk below min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
-        Losing or re-gaining leadership means the records may have been truncated, so the
-        producer is told NOT_LEADER_OR_FOLLOWER and retries elsewhere.
+        A new leader epoch without a change of leader (an ISR change the controller made with
+        a new epoch) keeps the records: only losing leadership (and maybe the records, to a
+        truncation) answers NOT_LEADER_OR_FOLLOWER, and the producer retries elsewhere.
         """
-        if not self.is_leader or self.leader_epoch != leader_epoch or self.log is None:
+        if not self.is_leader or self.leadership != leadership or self.log is None:
             return Code.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
             return None

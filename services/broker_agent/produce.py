@@ -1,12 +1,21 @@
 """Produce: append to partition leaders and, for acks=all, wait for the ISR (delayed produce).
 
+A partition's data is either a producer's record batch, stored as sent once its header and CRC
+pass (no record is decoded here), or records the leader encodes into one batch. An idempotent
+producer's batch is checked against its sequence state first: a retry of a batch still in the
+log is answered with that batch's offsets and appends nothing (and acks=all then waits for that
+batch as for a new one); a gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an old producer epoch
+INVALID_PRODUCER_EPOCH.
+
 acks=0 and acks=1 answer once the leader has appended. acks=all (-1) first requires the ISR to
 be at least ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS, nothing appended), then waits until the
 high watermark passes the appended batch — every ISR member has it — or the request times out
 (REQUEST_TIMED_OUT). If the ISR shrank below the minimum meanwhile the records are in the log but
-the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. Before an acks=all success the
-leader's log is fsynced (followers fsync before they report their offsets), so an acknowledged
-record survives the loss of any minority of the ISR, even of whole machines.
+the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND, as in Kafka. Only a loss of leadership fails the
+wait (NOT_LEADER_OR_FOLLOWER): a new leader epoch with the same leader does not. Before an
+acks=all success the leader's log is fsynced — the flush starts at the append and overlaps the
+replication (``group_flush``) — and followers fsync before they report their offsets, so an
+acknowledged record survives the loss of any minority of the ISR, even of whole machines.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from dataclasses import dataclass
 from opentelemetry import trace
 
 from leasehold import telemetry
+from services.broker_agent.group_flush import GroupFlush
 from services.broker_agent.log import (
     CorruptRecordError,
     InvalidRecordError,
@@ -28,7 +38,7 @@ from services.broker_agent.log import (
     RecordTooLargeError,
 )
 from services.broker_agent.model import Code, TopicPartition
-from services.broker_agent.partition import Partition, PartitionError
+from services.broker_agent.partition import NO_PRODUCER, Partition, PartitionError
 from services.broker_agent.replica_manager import ReplicaManager
 from services.broker_agent.signals import wait_any
 
@@ -39,9 +49,14 @@ VALID_ACKS = (0, 1, -1)
 
 @dataclass(frozen=True)
 class ProduceEntry:
+    """One partition's data: a producer's ``batch``, or ``records`` to encode (with the
+    idempotent ``producer``'s id, epoch and base sequence)."""
+
     tp: TopicPartition
-    records: Sequence[Record]
+    records: Sequence[Record] = ()
     current_leader_epoch: int = -1
+    batch: bytes = b""
+    producer: tuple[int, int, int] = NO_PRODUCER
 
 
 @dataclass(frozen=True)
@@ -60,14 +75,16 @@ class _Waiting:
     entry: ProduceEntry
     partition: Partition
     required_offset: int
-    leader_epoch: int
+    leadership: int
     min_isr: int
     result: ProduceResult
+    flushed: asyncio.Task[None]
 
 
 class ProduceHandler:
     def __init__(self, replicas: ReplicaManager) -> None:
         self._replicas = replicas
+        self._flush = GroupFlush()
 
     def _error(self, tp: TopicPartition, code: Code, message: str = "") -> ProduceResult:
         leader = None
@@ -106,6 +123,8 @@ class ProduceHandler:
             min_isr = self._replicas.settings(tp.topic).min_insync_replicas
             info = partition.append_as_leader(
                 entry.records,
+                batch=entry.batch,
+                producer=entry.producer,
                 current_leader_epoch=entry.current_leader_epoch,
                 required_acks=acks,
                 min_insync_replicas=min_isr,
@@ -115,19 +134,20 @@ class ProduceHandler:
         except RecordTooLargeError as exc:
             return self._error(tp, Code.MESSAGE_TOO_LARGE, str(exc))
         except (InvalidRecordError, CorruptRecordError) as exc:
-            return self._error(tp, Code.INVALID_RECORD, str(exc))
+            code = Code.CORRUPT_MESSAGE if entry.batch and exc.error_code == 2 else None
+            return self._error(tp, code or Code.INVALID_RECORD, str(exc))
         except KafkaStorageError as exc:
             return self._error(tp, Code.KAFKA_STORAGE_ERROR, str(exc))
-        except LogError as exc:
-            return self._error(tp, Code.UNKNOWN_SERVER_ERROR, str(exc))
+        except LogError as exc:  # fenced producer epoch, sequence gap: the log's own code
+            return self._error(tp, _code_of(exc), str(exc))
         result = ProduceResult(
             tp, Code.NONE, base_offset=info.first_offset, log_start_offset=info.log_start_offset
         )
         if acks != -1:
             return result
-        return _Waiting(
-            entry, partition, info.last_offset + 1, partition.leader_epoch, min_isr, result
-        )
+        end = info.last_offset + 1
+        flushed = asyncio.ensure_future(self._flush.flushed_to(partition.local_log(), end))
+        return _Waiting(entry, partition, end, partition.leadership, min_isr, result, flushed)
 
     async def _await_isr(self, waiting: list[_Waiting], timeout: float) -> list[ProduceResult]:
         """Delayed produce: re-check whenever one of the partitions changes, until done."""
@@ -139,7 +159,7 @@ class ProduceHandler:
                 if i in outcomes:
                     continue
                 futures.append(w.partition.signal.future())
-                code = w.partition.acks_all_outcome(w.required_offset, w.leader_epoch, w.min_isr)
+                code = w.partition.acks_all_outcome(w.required_offset, w.leadership, w.min_isr)
                 if code is not None:
                     outcomes[i] = code
             if len(outcomes) == len(waiting):
@@ -160,19 +180,36 @@ class ProduceHandler:
                 tp = w.entry.tp
                 span.add_link(moved_by, telemetry.attrs(topic=tp.topic, partition=tp.partition))
             if code == Code.NONE:
-                code = await self._flush(w.partition)
+                code = await self._flushed(w)
+            else:
+                _discard(w.flushed)
             if code == Code.NONE:
                 results.append(w.result)
             else:
                 results.append(self._error(w.entry.tp, code))
         return results
 
-    async def _flush(self, partition: Partition) -> Code:
-        log_ = partition.log
-        if log_ is None:
-            return Code.NOT_LEADER_OR_FOLLOWER
+    @staticmethod
+    async def _flushed(w: _Waiting) -> Code:
         try:
-            await asyncio.to_thread(log_.flush)
+            await w.flushed
         except KafkaStorageError:
             return Code.KAFKA_STORAGE_ERROR
         return Code.NONE
+
+
+def _discard(task: asyncio.Task[None]) -> None:
+    """Stop waiting for a flush whose answer no longer matters (the flush itself goes on,
+    shielded, for others); an error it ended with is retrieved so it is not reported."""
+    if task.done():
+        if not task.cancelled():
+            task.exception()
+    else:
+        task.cancel()
+
+
+def _code_of(exc: LogError) -> Code:
+    try:
+        return Code(exc.error_code)
+    except ValueError:
+        return Code.UNKNOWN_SERVER_ERROR

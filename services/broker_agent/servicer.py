@@ -38,6 +38,7 @@ from services.broker_agent.model import (
     UpdateMetadata,
 )
 from services.broker_agent.produce import VALID_ACKS, ProduceEntry, ProduceHandler, ProduceResult
+from services.broker_agent.producer_ids import ProducerIdManager
 from services.broker_agent.replica_manager import ReplicaManager
 from services.broker_agent.request_items import NOT_GIVEN, given, in_request_order, refusals
 
@@ -140,9 +141,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         fetch: FetchHandler,
         metadata: MetadataCache,
         cluster_id: str,
+        producer_ids: ProducerIdManager | None = None,
     ) -> None:
         self._replicas = replicas
         self._produce = produce
+        self._producer_ids = producer_ids
         self._fetch = fetch
         self._metadata = metadata
         self._cluster_id = cluster_id
@@ -159,11 +162,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             )
         refused = refusals((t.topic, p.partition) for t in request.topics for p in t.partitions)
         entries = [
-            ProduceEntry(
-                TopicPartition(t.topic, p.partition),
-                [convert.record_from_pb(r) for r in p.records],
-                given(p, "current_leader_epoch"),
-            )
+            convert.produce_entry_from_pb(t.topic, p)
             for t in request.topics
             for p in t.partitions
             if not refused or (t.topic, p.partition) not in refused
@@ -332,6 +331,18 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         wanted = None if request.all_topics else list(request.topics)
         view = self._metadata.describe(wanted)
         return self._topic_pbs.response(view, self._cluster_id)
+
+    async def InitProducerId(
+        self, request: broker_pb2.InitProducerIdRequest, context
+    ) -> broker_pb2.InitProducerIdResponse:
+        if self._producer_ids is None:
+            return broker_pb2.InitProducerIdResponse(
+                error_code=Code.BROKER_NOT_AVAILABLE,
+                error_message="this broker does not hand out producer ids",
+                producer_id=-1,
+            )
+        producer_id, epoch = await self._producer_ids.next()
+        return broker_pb2.InitProducerIdResponse(producer_id=producer_id, producer_epoch=epoch)
 
 
 class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):

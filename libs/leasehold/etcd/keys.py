@@ -34,6 +34,11 @@ class Keyspace:
     def broker_id_of(self, key: bytes) -> int:
         return int(key[len(self.brokers_prefix) :])
 
+    # idempotent producer ids: the block most recently handed to a broker
+    @cached_property
+    def producer_id_block(self) -> bytes:
+        return self._k("/producer_id_block")
+
     # controller election and epoch
     @cached_property
     def controller_election_prefix(self) -> bytes:

@@ -30,6 +30,7 @@ _MINIMUMS = {
     "retention_ms": -1,
     "index_interval_bytes": 0,
     "max_message_bytes": 0,
+    "producer_id_expiration_ms": 1,
 }
 
 
@@ -43,6 +44,9 @@ class LogConfig:
     retention_ms: int = 7 * _DAY_MS
     index_interval_bytes: int = 4096
     max_message_bytes: int = 1024 * 1024 + 12
+    # Kafka's broker-wide producer.id.expiration.ms: an idempotent producer idle this long is
+    # forgotten (its next batch is accepted at any sequence). Not a topic config.
+    producer_id_expiration_ms: int = _DAY_MS
 
     def __post_init__(self) -> None:
         for name, minimum in _MINIMUMS.items():

@@ -11,29 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from leasehold.records.format import CorruptRecordError, InvalidRecordError, RecordBatchError
 
-class LogError(Exception):
-    """Base class of every error this package raises on purpose."""
-
-    error_code: int = -1  # UNKNOWN_SERVER_ERROR
+# The record codec's errors are the log's: one hierarchy, so a CorruptRecordError raised while
+# parsing a batch is caught wherever the log's errors are.
+LogError = RecordBatchError
 
 
 class KafkaStorageError(LogError):
     """The disk failed under us (I/O error, missing file): the replica is offline."""
 
     error_code = 56  # KAFKA_STORAGE_ERROR
-
-
-class CorruptRecordError(LogError):
-    """A batch failed its CRC or structural check."""
-
-    error_code = 2  # CORRUPT_MESSAGE
-
-
-class InvalidRecordError(LogError):
-    """A produce request the leader refuses to turn into a batch (empty, bad timestamp)."""
-
-    error_code = 87  # INVALID_RECORD
 
 
 class RecordTooLargeError(LogError):
@@ -54,6 +42,18 @@ class OffsetOutOfRangeError(LogError):
     error_code = 1  # OFFSET_OUT_OF_RANGE
 
 
+class InvalidProducerEpochError(LogError):
+    """An idempotent producer's batch under an epoch older than the one this log has seen."""
+
+    error_code = 47  # INVALID_PRODUCER_EPOCH
+
+
+class OutOfOrderSequenceError(LogError):
+    """An idempotent producer's batch whose first sequence does not follow its last one."""
+
+    error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
 class InconsistentTopicIdError(LogError):
     """A log directory on disk belongs to another incarnation of the topic."""
 
@@ -67,3 +67,18 @@ def storage_errors(context: str) -> Iterator[None]:
         yield
     except OSError as exc:
         raise KafkaStorageError(f"{context}: {exc}") from exc
+
+
+__all__ = [
+    "CorruptRecordError",
+    "InconsistentTopicIdError",
+    "InvalidProducerEpochError",
+    "InvalidRecordError",
+    "KafkaStorageError",
+    "LogError",
+    "OffsetOutOfOrderError",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "RecordTooLargeError",
+    "storage_errors",
+]

@@ -13,10 +13,12 @@ which costs extra validation on restart, never correctness.
 from __future__ import annotations
 
 import bisect
+import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from services.broker_agent.log import checkpoint
 from services.broker_agent.log.batch import BatchHeader
@@ -28,6 +30,14 @@ from services.broker_agent.log.segment import LogSegment
 
 RECOVERY_POINT_FILE = "recovery-point"
 DELETE_SUFFIX = "-delete"
+
+
+class FlushTicket(NamedTuple):
+    """Descriptors to fsync (then close), and the log end and truncation count they cover."""
+
+    fds: tuple[int, ...]
+    end: int
+    truncations: int
 
 
 class LocalLog:
@@ -43,6 +53,7 @@ class LocalLog:
         self._dir_dirty = False
         self.recovery_point = 0
         self._persisted_recovery_point = 0
+        self._truncations = 0  # bumped whenever the end moves down
 
     def load(self, initial_base_offset: int) -> None:
         """Recover the directory; an empty one gets a segment at ``initial_base_offset``."""
@@ -80,6 +91,11 @@ class LocalLog:
             if found is not None:
                 return found
         return b""
+
+    def headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of every batch whose last offset is >= ``offset`` (a producer-state scan)."""
+        for segment in self.segments[self.segment_index(offset) :]:
+            yield from segment.headers_from(offset)
 
     def find_offset_by_timestamp(
         self, timestamp: int, start_offset: int
@@ -169,6 +185,28 @@ class LocalLog:
                 self._dir_dirty = False
         self.recovery_point = self.log_end_offset
 
+    def begin_flush(self) -> FlushTicket:
+        """What a flush outside the lock must fsync to make everything so far durable."""
+        fds: list[int] = []
+        try:
+            for segment in sorted(self._dirty, key=lambda s: s.base_offset):
+                fds += segment.take_dirty()
+            self._dirty.clear()
+            if self._dir_dirty:
+                fds.append(os.open(self.directory, os.O_RDONLY | os.O_CLOEXEC))
+                self._dir_dirty = False
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return FlushTicket(tuple(fds), self.log_end_offset, self._truncations)
+
+    def end_flush(self, ticket: FlushTicket) -> None:
+        """The ticket's files are durable: so is the log below its end offset, unless the
+        log was truncated meanwhile (then later appends may not be covered)."""
+        if ticket.truncations == self._truncations and ticket.end > self.recovery_point:
+            self.recovery_point = ticket.end
+
     def checkpoint_recovery_point(self) -> None:
         """Persist the recovery point if it changed since it was last written."""
         if self.recovery_point != self._persisted_recovery_point:
@@ -187,6 +225,7 @@ class LocalLog:
     # ------------------------------------------------------------- internals
 
     def _lower_recovery_point(self, offset: int) -> None:
+        self._truncations += 1
         if offset < self.recovery_point:
             self.recovery_point = offset
         if self.recovery_point < self._persisted_recovery_point:

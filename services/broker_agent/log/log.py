@@ -14,13 +14,21 @@ trusted to match the disk.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from services.broker_agent.log.batch import Record, build_batch, iter_batches, validated_batches
+from services.broker_agent.log.batch import (
+    BatchHeader,
+    Record,
+    build_batch,
+    check_produced,
+    stamp,
+    validated_batches,
+)
 from services.broker_agent.log.config import LogConfig
 from services.broker_agent.log.epoch_cache import EpochEntry, LeaderEpochCache
 from services.broker_agent.log.epoch_file import EpochStore, LeaderEpochFileCache
@@ -33,6 +41,7 @@ from services.broker_agent.log.errors import (
 )
 from services.broker_agent.log.handles import FileHandleCache
 from services.broker_agent.log.local_log import LocalLog
+from services.broker_agent.log.producer_log import ProducerLog
 from services.broker_agent.log.results import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -83,6 +92,7 @@ class Log:
         self._lock = threading.RLock()
         self._offline: str | None = None
         self._epochs = LeaderEpochCache()
+        self._producers = ProducerLog(self.directory)
         self._log_start_offset = 0
         self._high_watermark = 0
 
@@ -124,6 +134,7 @@ class Log:
         self._epochs = LeaderEpochFileCache(self.directory, epochs)
         self._epochs.truncate_from_end(leo)
         self._epochs.truncate_from_start(self._log_start_offset)
+        self._producers.load(self._log_start_offset, leo, self._local.headers_from)
 
     # ---------------------------------------------------------------- offsets
 
@@ -181,22 +192,58 @@ class Log:
 
     @_guarded
     def append_as_leader(
-        self, records: Sequence[Record], leader_epoch: int, now_ms: int | None = None
+        self,
+        records: Sequence[Record],
+        leader_epoch: int,
+        now_ms: int | None = None,
+        producer: tuple[int, int, int] = (-1, -1, -1),
     ) -> LogAppendInfo:
         """Assign the next offsets to ``records``, stamp ``leader_epoch``, append one batch;
-        ``now_ms`` (default: the clock) replaces record timestamps of 0."""
+        ``now_ms`` (default: the clock) replaces record timestamps of 0. ``producer`` is an
+        idempotent producer's (id, epoch, base sequence), checked as in ``append_batch``."""
         now = self._clock() if now_ms is None else now_ms
-        first = self.log_end_offset
-        batch = build_batch(first, leader_epoch, records, now)
-        if len(batch) > self.config.max_message_bytes:
+        batch = build_batch(self.log_end_offset, leader_epoch, records, now, producer)
+        return self._append_leader_batch(batch, check_produced(batch), leader_epoch)
+
+    @_guarded
+    def append_batch_as_leader(
+        self, data: bytes | bytearray | memoryview, leader_epoch: int
+    ) -> LogAppendInfo:
+        """Append a producer's own batch (header and CRC checked, records left alone) at the
+        next offset under ``leader_epoch``.
+
+        An idempotent producer's batch is checked against its state first: a duplicate of a
+        batch still in the log appends nothing and answers that batch's offsets
+        (``LogAppendInfo.duplicate``); a fenced epoch or a sequence gap raises
+        InvalidProducerEpochError / OutOfOrderSequenceError.
+        """
+        return self._append_leader_batch(data, check_produced(data), leader_epoch)
+
+    def _append_leader_batch(
+        self, data: bytes | bytearray | memoryview, header: BatchHeader, leader_epoch: int
+    ) -> LogAppendInfo:
+        if len(data) > self.config.max_message_bytes:
             raise RecordTooLargeError(
-                f"batch of {len(batch)} bytes exceeds max.message.bytes "
+                f"batch of {len(data)} bytes exceeds max.message.bytes "
                 f"{self.config.max_message_bytes}"
             )
-        (view,) = iter_batches(batch)
+        duplicate = self._producers.check(header)
+        if duplicate is not None:
+            return LogAppendInfo.of_duplicate(duplicate, self._log_start_offset)
+        first = self.log_end_offset
+        batch = stamp(data, first, leader_epoch)
+        header = header._replace(base_offset=first, partition_leader_epoch=leader_epoch)
         self._maybe_assign_epoch(leader_epoch, first)
-        self._local.append(batch, [view.header])
-        return LogAppendInfo.of([view.header], len(batch), self._log_start_offset)
+        self._append_local(batch, [header])
+        return LogAppendInfo.of([header], len(batch), self._log_start_offset)
+
+    def _append_local(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]):
+        """Append validated batches; snapshot producers when a segment rolled for them."""
+        active = self._local.segments[-1]
+        self._local.append(data, headers)
+        if self._local.segments[-1] is not active:
+            self._producers.rolled(self._local.segments[-1].base_offset)
+        self._producers.appended(headers)
 
     @_guarded
     def append_as_follower(self, data: bytes | memoryview) -> LogAppendInfo:
@@ -212,7 +259,7 @@ class Log:
             self._maybe_assign_epoch(view.partition_leader_epoch, view.base_offset)
         valid_bytes = sum(view.size for view in views)
         headers = [view.header for view in views]
-        self._local.append(memoryview(data)[:valid_bytes], headers)
+        self._append_local(memoryview(data)[:valid_bytes], headers)
         return LogAppendInfo.of(headers, valid_bytes, self._log_start_offset)
 
     @_guarded
@@ -220,6 +267,7 @@ class Log:
         """Start a new active segment at the log end offset (no-op if the active is empty)."""
         if self._local.segments[-1].size:
             self._local.roll(self.log_end_offset)
+            self._producers.rolled(self.log_end_offset)
 
     # ------------------------------------------------------------------ reads
 
@@ -289,6 +337,7 @@ class Log:
         self._epochs.truncate_from_end(leo)
         self._log_start_offset = min(self._log_start_offset, leo)
         self._high_watermark = min(self._high_watermark, leo)
+        self._producers.truncated(self._log_start_offset, leo, self._local.headers_from)
         return True
 
     @_guarded
@@ -302,6 +351,7 @@ class Log:
     def _truncate_fully(self, offset: int) -> None:
         self._local.truncate_fully(offset)
         self._epochs.clear()
+        self._producers.truncated_fully()
         self._log_start_offset = offset
         self._high_watermark = offset
 
@@ -326,9 +376,11 @@ class Log:
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Apply retention.ms / retention.bytes / log start offset; returns segments deleted."""
         config = self.config
+        now = self._clock() if now_ms is None else now_ms
+        self._producers.expire(now, config.producer_id_expiration_ms)
         count = deletable_prefix(
             self._local.summaries(),
-            now_ms=self._clock() if now_ms is None else now_ms,
+            now_ms=now,
             retention_ms=config.retention_ms,
             retention_bytes=config.retention_bytes,
             high_watermark=self._high_watermark,
@@ -342,6 +394,7 @@ class Log:
     def _set_log_start_offset(self, offset: int) -> None:
         self._log_start_offset = offset
         self._epochs.truncate_from_start(offset)
+        self._producers.log_start_moved(offset)
 
     # ----------------------------------------------------------- leader epochs
 
@@ -402,10 +455,34 @@ class Log:
 
     # -------------------------------------------------------------- lifecycle
 
-    @_guarded
     def flush(self) -> None:
-        """fsync every append so far (acks=all); free when nothing changed since last time."""
-        self._local.flush()
+        """fsync every append so far (acks=all); free when nothing changed since last time.
+
+        The fsyncs run without the log's lock, so appends (on the event loop) never wait for
+        the disk; concurrent flushes each make what they saw durable.
+        """
+        with self._lock:
+            if self._offline is not None:
+                raise KafkaStorageError(f"log {self.directory} is offline: {self._offline}")
+            try:
+                ticket = self._local.begin_flush()
+            except OSError as exc:
+                self._offline = str(exc)
+                raise KafkaStorageError(f"I/O error in log {self.directory}: {exc}") from exc
+        failure: OSError | None = None
+        for fd in ticket.fds:
+            try:
+                if failure is None:
+                    os.fsync(fd)
+            except OSError as exc:
+                failure = exc
+            finally:
+                os.close(fd)
+        with self._lock:
+            if failure is not None:
+                self._offline = self._offline or str(failure)
+                raise KafkaStorageError(f"I/O error in log {self.directory}: {failure}")
+            self._local.end_flush(ticket)
 
     @_guarded
     def checkpoint_recovery_point(self) -> None:
@@ -414,9 +491,11 @@ class Log:
 
     @_guarded
     def close(self) -> None:
-        """Flush, record the recovery point, release file handles; the log goes offline."""
+        """Flush, record the recovery point and the producers, release file handles; the log
+        goes offline."""
         self._local.flush()
         self._local.checkpoint_recovery_point()
+        self._producers.closing(self.log_end_offset)
         self._local.close()
         self._offline = "closed"
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.broker_agent.log.batch import BatchHeader
+from services.broker_agent.log.producer_state import BatchMetadata
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -23,6 +24,22 @@ class LogAppendInfo:
     record_count: int
     valid_bytes: int
     log_start_offset: int
+    # An idempotent producer's retry of a batch already in the log: nothing was appended and
+    # the offsets are the original batch's.
+    duplicate: bool = False
+
+    @classmethod
+    def of_duplicate(cls, batch: BatchMetadata, log_start_offset: int) -> LogAppendInfo:
+        return cls(
+            first_offset=batch.first_offset,
+            last_offset=batch.last_offset,
+            max_timestamp=batch.timestamp,
+            offset_of_max_timestamp=batch.first_offset,
+            record_count=batch.last_offset - batch.first_offset + 1,
+            valid_bytes=0,
+            log_start_offset=log_start_offset,
+            duplicate=True,
+        )
 
     @classmethod
     def of(

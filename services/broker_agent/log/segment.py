@@ -18,6 +18,7 @@ from services.broker_agent.log.batch import (
     HEADER_SIZE,
     LAST_OFFSET_DELTA_AT,
     LOG_OVERHEAD,
+    MIN_HEADER_SIZE,
     BatchHeader,
     BatchView,
     parse_header,
@@ -117,6 +118,22 @@ class LogSegment:
                     os.fsync(fd)
         self.log_dirty = self.offset_index.dirty = self.time_index.dirty = False
 
+    def take_dirty(self) -> list[int]:
+        """Duplicated descriptors of the files written since the last flush, now counted as
+        clean: the caller fsyncs and closes them without holding the log's lock (a duplicate
+        stays valid if the cache closes the original or the file is deleted meanwhile)."""
+        fds = []
+        for dirty, path in (
+            (self.log_dirty, self.log_path),
+            (self.offset_index.dirty, self.offset_index.path),
+            (self.time_index.dirty, self.time_index.path),
+        ):
+            if dirty:
+                with self._handles.use(path, create=True) as fd:
+                    fds.append(os.dup(fd))
+        self.log_dirty = self.offset_index.dirty = self.time_index.dirty = False
+        return fds
+
     @property
     def is_dirty(self) -> bool:
         return self.log_dirty or self.offset_index.dirty or self.time_index.dirty
@@ -187,6 +204,16 @@ class LogSegment:
                     return position, header
         return None
 
+    def headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches here whose last offset is >= ``offset``, in order."""
+        if offset >= self.next_offset:
+            return
+        _, start = self.offset_index.lookup(offset)
+        with self._handles.use(self.log_path) as fd:
+            for _, header, _ in self._batches(fd, start, self.size, False):
+                if header.last_offset >= offset:
+                    yield header
+
     def read(
         self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool
     ) -> bytes | None:
@@ -207,7 +234,7 @@ class LogSegment:
             buf = os.pread(fd, min(max_bytes, self.size - position), position)
         # Only lengths and last offsets matter here: unpack just those (a hot loop).
         end = 0
-        while end + HEADER_SIZE <= len(buf):
+        while end + MIN_HEADER_SIZE <= len(buf):
             base_offset, length = _LOCATE.unpack_from(buf, end)
             (last_delta,) = _LAST_DELTA.unpack_from(buf, end + LAST_OFFSET_DELTA_AT)
             if end + length + LOG_OVERHEAD > len(buf) or base_offset + last_delta >= max_offset:

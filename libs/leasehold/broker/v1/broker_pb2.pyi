@@ -40,14 +40,22 @@ class Record(_message.Message):
     def __init__(self, offset: _Optional[int] = ..., timestamp_ms: _Optional[int] = ..., key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[RecordHeader, _Mapping]]] = ...) -> None: ...
 
 class PartitionProduceData(_message.Message):
-    __slots__ = ("partition", "records", "current_leader_epoch")
+    __slots__ = ("partition", "records", "current_leader_epoch", "record_batch", "producer_id", "producer_epoch", "base_sequence")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    RECORD_BATCH_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BASE_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     partition: int
     records: _containers.RepeatedCompositeFieldContainer[Record]
     current_leader_epoch: int
-    def __init__(self, partition: _Optional[int] = ..., records: _Optional[_Iterable[_Union[Record, _Mapping]]] = ..., current_leader_epoch: _Optional[int] = ...) -> None: ...
+    record_batch: bytes
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    def __init__(self, partition: _Optional[int] = ..., records: _Optional[_Iterable[_Union[Record, _Mapping]]] = ..., current_leader_epoch: _Optional[int] = ..., record_batch: _Optional[bytes] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., base_sequence: _Optional[int] = ...) -> None: ...
 
 class TopicProduceData(_message.Message):
     __slots__ = ("topic", "partitions")
@@ -364,3 +372,19 @@ class MetadataResponse(_message.Message):
     topics: _containers.RepeatedCompositeFieldContainer[MetadataTopic]
     controller_epoch: int
     def __init__(self, brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., controller_id: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[MetadataTopic, _Mapping]]] = ..., controller_epoch: _Optional[int] = ...) -> None: ...
+
+class InitProducerIdRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class InitProducerIdResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error_code: _common_pb2.ErrorCode
+    error_message: str
+    producer_id: int
+    producer_epoch: int
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...

@@ -61,6 +61,11 @@ class BrokerServiceStub:
                 request_serializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.MetadataRequest.SerializeToString,
                 response_deserializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.MetadataResponse.FromString,
                 _registered_method=True)
+        self.InitProducerId = channel.unary_unary(
+                '/leasehold.broker.v1.BrokerService/InitProducerId',
+                request_serializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
+                response_deserializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -98,6 +103,13 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def InitProducerId(self, request, context):
+        """A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -125,6 +137,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.Metadata,
                     request_deserializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.MetadataRequest.FromString,
                     response_serializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.MetadataResponse.SerializeToString,
+            ),
+            'InitProducerId': grpc.unary_unary_rpc_method_handler(
+                    servicer.InitProducerId,
+                    request_deserializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.InitProducerIdRequest.FromString,
+                    response_serializer=leasehold_dot_broker_dot_v1_dot_broker__pb2.InitProducerIdResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +281,33 @@ class BrokerService:
             '/leasehold.broker.v1.BrokerService/Metadata',
             leasehold_dot_broker_dot_v1_dot_broker__pb2.MetadataRequest.SerializeToString,
             leasehold_dot_broker_dot_v1_dot_broker__pb2.MetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InitProducerId(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/leasehold.broker.v1.BrokerService/InitProducerId',
+            leasehold_dot_broker_dot_v1_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
+            leasehold_dot_broker_dot_v1_dot_broker__pb2.InitProducerIdResponse.FromString,
             options,
             channel_credentials,
             insecure,

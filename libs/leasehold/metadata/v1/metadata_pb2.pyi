@@ -187,3 +187,13 @@ class ConfigEntries(_message.Message):
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.ScalarMap[str, str]
     def __init__(self, entries: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ProducerIdBlock(_message.Message):
+    __slots__ = ("broker_id", "first_producer_id", "size")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    first_producer_id: int
+    size: int
+    def __init__(self, broker_id: _Optional[int] = ..., first_producer_id: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
