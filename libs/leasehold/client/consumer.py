@@ -2,7 +2,8 @@
 
 Partitions are assigned explicitly (no consumer groups) and start at the earliest or latest
 offset (``ListOffsets``) or at a given one. ``poll`` sends one long-polling ``Fetch`` per leader
-broker, asking for decoded records, and returns records at or after each partition's position,
+broker, takes the record batches as the log stores them (the broker decodes nothing), checks
+their CRCs and decodes them here, and returns records at or after each partition's position,
 advancing it. When a leader moves (NOT_LEADER_OR_FOLLOWER, fenced or unknown leader epoch, an
 unreachable broker) the consumer takes the response's leader hint, refreshes metadata and
 continues from the same position on the new leader; OFFSET_OUT_OF_RANGE resets the position as
@@ -26,6 +27,7 @@ from leasehold.client.producer import RETRIABLE
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from leasehold.errors import InvalidRequestError, LeaseholdError, UnavailableError
+from leasehold.records import CorruptRecordError, iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,12 @@ _NAMED = {"earliest": EARLIEST, "latest": LATEST}
 
 Start = str | int
 TP = tuple[str, int]
+
+
+class CorruptDataError(LeaseholdError):
+    """A fetched batch failed its CRC or does not decode: the data, not the call, is bad."""
+
+    grpc_status = "DATA_LOSS"
 
 
 @dataclass(frozen=True)
@@ -255,7 +263,7 @@ class Consumer:
             min_bytes=1,
             max_bytes=self.max_bytes,
             topics=[broker_pb2.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
-            record_format=broker_pb2.RECORD_FORMAT_RECORDS,
+            record_format=broker_pb2.RECORD_FORMAT_BATCHES,
         )
         try:
             resp = await self.metadata.stub(broker_id).Fetch(
@@ -288,24 +296,30 @@ class Consumer:
         return records, trouble
 
     def _take(self, tp: TP, p: broker_pb2.FetchPartitionResponse) -> list[ConsumerRecord]:
+        """The records of ``p`` at or after the position (a batch may start before it)."""
         self.high_watermarks[tp] = p.high_watermark
         position = self.positions[tp]
-        out = []
-        for r in p.decoded_records:
-            if r.offset < position:
-                continue  # a batch may start before the position asked for
-            out.append(
-                ConsumerRecord(
-                    topic=tp[0],
-                    partition=tp[1],
-                    offset=r.offset,
-                    timestamp_ms=r.timestamp_ms,
-                    key=r.key if r.HasField("key") else None,
-                    value=r.value if r.HasField("value") else None,
-                    headers=tuple((h.key, h.value) for h in r.headers),
-                )
-            )
-            position = r.offset + 1
+        topic, partition = tp
+        out: list[ConsumerRecord] = []
+        try:
+            for batch in iter_batches(p.records):
+                if batch.last_offset < position:
+                    continue
+                batch.ensure_valid()
+                for r in batch.records():
+                    if r.offset >= position:
+                        out.append(
+                            ConsumerRecord(
+                                topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
+                                r.headers,
+                            )  # fmt: skip
+                        )
+                        position = r.offset + 1
+        except CorruptRecordError as exc:
+            raise CorruptDataError(
+                common_pb2.ERROR_CODE_CORRUPT_MESSAGE,
+                f"{topic}-{partition} at offset {position}: {exc}",
+            ) from None
         self.positions[tp] = position
         return out
 

@@ -1,53 +1,59 @@
 """Producer: batches records per partition and sends them to partition leaders, with retries.
 
-``send`` picks the partition (explicit, or Kafka's key hash, or round robin), queues the record
-and returns a future for its offset. A sender task drains the queues after ``linger_ms`` (or at
-once when a batch is full or on ``flush``), groups batches by leader and sends one ``Produce``
-per leader broker. A partition has at most one batch in flight, so records of one partition are
-written in the order they were sent. Leadership errors (NOT_LEADER_OR_FOLLOWER,
-LEADER_NOT_AVAILABLE, fenced or unknown leader epoch, ...) refresh metadata and retry the batch
-after a backoff, until ``retries`` attempts failed or ``delivery_timeout_ms`` passed since the
-record was sent (Kafka's ``delivery.timeout.ms``: long enough to ride out a broker's lease expiry
-and a new leader's election); other errors fail the batch's futures. As in Kafka without
-idempotence, a retried batch may be written twice if only its acknowledgement was lost.
+``send`` picks the partition (explicit, Kafka's key hash, or round robin), encodes the record
+into that partition's open batch (``accumulator``) and returns a future for its offset. A sender
+task sends sealed batches — full at ``batch_size`` bytes, lingered ``linger_ms``, or flushed —
+one batch per partition per request, one request per leader broker at a time per partition set,
+at most ``max_in_flight`` batches per partition. Batches go as record-batch bytes; the broker
+stores them as sent.
+
+**Idempotence** (on by default with acks=all, as in Kafka): the producer takes a producer id
+from a broker (``InitProducerId``) and numbers each partition's records; a retried batch keeps
+its numbers, so the leader stores it once even if an earlier attempt's answer was lost, and a
+gap (OUT_OF_ORDER_SEQUENCE_NUMBER) is never papered over. Leadership errors refresh metadata and
+retry after ``retry_backoff_ms``, until ``retries`` attempts failed or ``delivery_timeout_ms``
+passed since the batch was opened (Kafka's ``delivery.timeout.ms``: long enough to ride out a
+broker's lease expiry and a new leader's election); other errors fail the batch's records.
+Without idempotence a retried batch may be written twice if only its answer was lost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-
-import grpc
+from dataclasses import dataclass
 
 from leasehold.broker.v1 import broker_pb2
-from leasehold.client.errors import error_from_code, error_from_rpc
+from leasehold.client.accumulator import NO_PRODUCER, PartitionQueue, ProducerBatch
+from leasehold.client.errors import error_from_code
 from leasehold.client.metadata import ClusterMetadata
 from leasehold.client.partitioner import DefaultPartitioner, Partitioner
+from leasehold.client.sender import Sender, SendOutcome
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from leasehold.errors import InvalidRequestError, LeaseholdError, NotFoundError
 
 log = logging.getLogger(__name__)
 
+E = common_pb2
 RETRIABLE = frozenset(
     {
-        common_pb2.ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
-        common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE,
-        common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
-        common_pb2.ERROR_CODE_FENCED_LEADER_EPOCH,
-        common_pb2.ERROR_CODE_UNKNOWN_LEADER_EPOCH,
-        common_pb2.ERROR_CODE_REQUEST_TIMED_OUT,
-        common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS,
-        common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE,
-        common_pb2.ERROR_CODE_KAFKA_STORAGE_ERROR,
+        E.ERROR_CODE_NOT_LEADER_OR_FOLLOWER,
+        E.ERROR_CODE_LEADER_NOT_AVAILABLE,
+        E.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+        E.ERROR_CODE_FENCED_LEADER_EPOCH,
+        E.ERROR_CODE_UNKNOWN_LEADER_EPOCH,
+        E.ERROR_CODE_REQUEST_TIMED_OUT,
+        E.ERROR_CODE_NOT_ENOUGH_REPLICAS,
+        E.ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        E.ERROR_CODE_BROKER_NOT_AVAILABLE,
+        E.ERROR_CODE_KAFKA_STORAGE_ERROR,
     }
 )
 ACKS = {"0": 0, "1": 1, "-1": -1, "all": -1}
+MAX_IN_FLIGHT_IDEMPOTENT = 5  # the leader remembers a producer's last 5 batches
 
 
 @dataclass(frozen=True)
@@ -56,29 +62,6 @@ class RecordMetadata:
     partition: int
     offset: int  # -1 with acks=0
     timestamp_ms: int
-
-
-@dataclass
-class _Pending:
-    record: broker_pb2.Record
-    future: asyncio.Future
-    deadline: float  # time.monotonic() by which it must be acknowledged
-    attempts: int = 0  # failed sends so far, kept across re-queueing
-
-
-@dataclass
-class _Batch:
-    topic: str
-    partition: int
-    items: list[_Pending] = field(default_factory=list)
-
-    @property
-    def records(self) -> list[broker_pb2.Record]:
-        return [i.record for i in self.items]
-
-    @property
-    def futures(self) -> list[asyncio.Future]:
-        return [i.future for i in self.items]
 
 
 class Producer:
@@ -92,8 +75,10 @@ class Producer:
         bootstrap: Sequence[str] = (),
         tls: TlsConfig | None = None,
         acks: int | str = -1,
+        enable_idempotence: bool | None = None,
         linger_ms: int = 5,
-        batch_size: int = 1000,
+        batch_size: int = 64 * 1024,
+        max_in_flight: int = 5,
         retries: int = 2**31 - 1,
         delivery_timeout_ms: int = 120_000,
         retry_backoff_ms: int = 100,
@@ -102,23 +87,40 @@ class Producer:
     ) -> None:
         self._own_metadata = metadata is None
         self.metadata = metadata or ClusterMetadata(admin, bootstrap=bootstrap, tls=tls)
-        self.acks = ACKS[str(acks)] if str(acks) in ACKS else None
+        self.acks = ACKS.get(str(acks))
         if self.acks is None:
             raise InvalidRequestError(
-                common_pb2.ERROR_CODE_INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or all: {acks}"
+                E.ERROR_CODE_INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or all: {acks}"
             )
+        if enable_idempotence is None:
+            enable_idempotence = self.acks == -1
+        elif enable_idempotence and self.acks != -1:
+            raise InvalidRequestError(
+                E.ERROR_CODE_INVALID_REQUIRED_ACKS, "enable_idempotence needs acks=all"
+            )
+        if batch_size < 1 or max_in_flight < 1 or linger_ms < 0:
+            raise InvalidRequestError(
+                E.ERROR_CODE_INVALID_REQUEST,
+                "batch_size and max_in_flight must be positive, linger_ms not negative",
+            )
+        if enable_idempotence and max_in_flight > MAX_IN_FLIGHT_IDEMPOTENT:
+            raise InvalidRequestError(
+                E.ERROR_CODE_INVALID_REQUEST,
+                f"max_in_flight must be at most {MAX_IN_FLIGHT_IDEMPOTENT} with idempotence",
+            )
+        self.idempotent = enable_idempotence
         self.linger = linger_ms / 1000.0
         self.batch_size = batch_size
+        self.max_in_flight = max_in_flight
         self.retries = retries
         self.delivery_timeout = delivery_timeout_ms / 1000.0
         self.backoff = retry_backoff_ms / 1000.0
         self.request_timeout_ms = request_timeout_ms
         self.partitioner = partitioner or DefaultPartitioner()
-        self._queues: dict[tuple[str, int], collections.deque] = {}
-        self._wake = asyncio.Event()
-        self._urgent = False
-        self._outstanding: set[asyncio.Future] = set()
-        self._sender: asyncio.Task | None = None
+        self.producer_id = NO_PRODUCER
+        self.producer_epoch = NO_PRODUCER
+        self._queues: dict[tuple[str, int], PartitionQueue] = {}
+        self._sender = Sender(self)
         self._closed = False
 
     async def __aenter__(self) -> Producer:
@@ -140,31 +142,36 @@ class Producer:
         """Queue a record; the returned future resolves to its :class:`RecordMetadata`."""
         if self._closed:
             raise RuntimeError("producer is closed")
-        count = await self.metadata.partitions(topic)
+        count = self.metadata.partition_count(topic) or await self.metadata.partitions(topic)
         if partition is None:
             partition = self.partitioner(topic, key, count)
         elif not 0 <= partition < count:
             raise NotFoundError(
-                common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+                E.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
                 f"Topic '{topic}' has {count} partitions; partition {partition} does not exist.",
             )
-        record = broker_pb2.Record(
-            timestamp_ms=timestamp_ms,
-            key=key,
-            value=value,
-            headers=[broker_pb2.RecordHeader(key=k, value=v) for k, v in headers],
-        )
+        queue = self._queues.get((topic, partition))
+        if queue is None:
+            queue = self._queues[(topic, partition)] = PartitionQueue(topic, partition)
         future = asyncio.get_running_loop().create_future()
-        queue = self._queues.setdefault((topic, partition), collections.deque())
-        queue.append(_Pending(record, future, time.monotonic() + self.delivery_timeout))
-        self._outstanding.add(future)
-        future.add_done_callback(self._outstanding.discard)
-        if len(queue) >= self.batch_size:
-            self._urgent = True
-        self._wake.set()
-        if self._sender is None or self._sender.done():
-            self._sender = asyncio.create_task(self._run())
+        fresh = queue.open is None
+        sealed = queue.append(
+            value,
+            key,
+            headers,
+            timestamp_ms or time.time_ns() // 1_000_000,
+            future,
+            self.batch_size,
+            self._new_batch,
+        )
+        if sealed or fresh:
+            self._sender.wake()
         return future
+
+    def _new_batch(self) -> ProducerBatch:
+        now = time.monotonic()
+        done = asyncio.get_running_loop().create_future()
+        return ProducerBatch(now, now + self.delivery_timeout, done)
 
     async def send_and_wait(self, topic: str, value: bytes | None, **kwargs) -> RecordMetadata:
         future = await self.send(topic, value, **kwargs)
@@ -173,153 +180,109 @@ class Producer:
 
     async def flush(self) -> None:
         """Send everything queued now and wait until each record succeeded or failed."""
-        if not self._outstanding:
+        waiting = [b.done for q in self._queues.values() for b in q.batches()]
+        if not waiting:
             return
-        self._urgent = True
-        self._wake.set()
-        await asyncio.gather(*list(self._outstanding), return_exceptions=True)
+        self._sender.flushing += 1
+        self._sender.wake()
+        try:
+            await asyncio.gather(*waiting, return_exceptions=True)
+        finally:
+            self._sender.flushing -= 1
 
     async def close(self) -> None:
         await self.flush()
         self._closed = True
-        if self._sender is not None:
-            self._sender.cancel()
-            await asyncio.gather(self._sender, return_exceptions=True)
+        await self._sender.stop()
         if self._own_metadata:
             await self.metadata.close()
 
-    # --- the sender task ------------------------------------------------------------------------
+    # --- what the sender tells us ----------------------------------------------------------------
 
-    def _drain(self) -> list[_Batch]:
-        batches = []
-        for (topic, partition), queue in self._queues.items():
-            if not queue:
-                continue
-            items = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
-            batches.append(_Batch(topic, partition, items))
-        return batches
+    def queues(self) -> list[PartitionQueue]:
+        return list(self._queues.values())
 
-    def _requeue(self, batch: _Batch, error: LeaseholdError) -> None:
-        """Put the batch back at the head of its queue, or fail records out of retries."""
-        retry = []
-        now = time.monotonic()
-        for item in batch.items:
-            item.attempts += 1
-            if item.attempts > self.retries or now >= item.deadline:
-                if not item.future.done():
-                    item.future.set_exception(error)
-            else:
-                retry.append(item)
-        queue = self._queues.setdefault((batch.topic, batch.partition), collections.deque())
-        queue.extendleft(reversed(retry))
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            if not self._urgent and self.linger > 0:
-                await asyncio.sleep(self.linger)
-            self._wake.clear()
-            self._urgent = False
-            try:
-                await self._round()
-            except Exception as e:  # a bug must fail the records, not hang their futures
-                log.exception("produce round failed")
-                for queue in self._queues.values():
-                    queue.clear()
-                for f in list(self._outstanding):
-                    if not f.done():
-                        f.set_exception(e)
-
-    async def _round(self) -> None:
-        batches = self._drain()
-        if not batches:
+    def complete(self, queue: PartitionQueue, batch: ProducerBatch, outcome: SendOutcome) -> None:
+        """Apply one partition's answer to ``batch`` (in flight)."""
+        code = outcome.code
+        if code == E.ERROR_CODE_NONE:
+            queue.succeeded(batch)
+            base = outcome.base_offset
+            topic, partition = queue.topic, queue.partition
+            for i, (future, stamp) in enumerate(zip(batch.futures, batch.timestamps, strict=True)):
+                if not future.done():
+                    offset = base + i if base >= 0 else -1
+                    future.set_result(RecordMetadata(topic, partition, offset, stamp))
+            _resolve(batch.done)
             return
-        if await self._send_round(batches):
-            try:
-                await self.metadata.refresh({b.topic for b in batches})
-            except LeaseholdError as e:
-                log.info("metadata refresh failed: %s", e)
-            await asyncio.sleep(self.backoff)
-        if any(self._queues.values()):
-            self._urgent = True
-            self._wake.set()
-
-    async def _send_round(self, batches: list[_Batch]) -> bool:
-        """Send one round of batches; return whether any must be retried."""
-        by_leader: dict[int, list[_Batch]] = {}
-        retry = False
-        for b in batches:
-            leader = self.metadata.leader(b.topic, b.partition)
-            if leader is None:
-                self._requeue(b, error_from_code(common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE, ""))
-                retry = True
+        error = outcome.error or error_from_code(code, outcome.message)
+        if outcome.error is not None:
+            retriable = outcome.retriable
+        else:
+            retriable = code in RETRIABLE or self._echoed_gap(queue, batch, code)
+        if retriable:
+            batch.attempts += 1
+            if batch.attempts > self.retries or time.monotonic() >= batch.deadline:
+                self.fail(queue, batch, error, in_flight=True)
             else:
-                by_leader.setdefault(leader.leader, []).append(b)
-        results = await asyncio.gather(*(self._send_to(bid, bs) for bid, bs in by_leader.items()))
-        return retry or any(results)
+                queue.retry(batch, time.monotonic() + self.backoff)
+            return
+        self.fail(queue, batch, error, in_flight=True)
 
-    async def _send_to(self, broker_id: int, batches: list[_Batch]) -> bool:
+    def _echoed_gap(self, queue: PartitionQueue, batch: ProducerBatch, code: int) -> bool:
+        """OUT_OF_ORDER_SEQUENCE_NUMBER for a batch behind one that failed or is pending: the
+        earlier batch's gap, not this one's; it is retried after that one."""
+        return (
+            code == E.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER
+            and batch.seq >= 0
+            and not queue.is_first_unacked(batch)
+        )
+
+    def fail(
+        self, queue: PartitionQueue, batch: ProducerBatch, error: LeaseholdError, in_flight: bool
+    ) -> None:
+        """No more tries for ``batch``; a numbered one costs its partition a new epoch."""
+        queue.failed(batch, in_flight)
+        if batch.seq >= 0 and batch.epoch == self.producer_epoch:
+            self.producer_epoch += 1  # KIP-360: the partition's sequences restart at 0
+        for future in batch.futures:
+            if not future.done():
+                future.set_exception(error)
+        _resolve(batch.done)
+
+    def fail_everything(self, error: BaseException) -> None:
+        for queue in self._queues.values():
+            for batch in queue.batches():
+                for future in batch.futures:
+                    if not future.done():
+                        future.set_exception(error)
+                _resolve(batch.done)
+            queue.open = None
+            queue.ready.clear()
+            queue.in_flight.clear()
+
+    def produce_request(
+        self, items: list[tuple[PartitionQueue, ProducerBatch]]
+    ) -> broker_pb2.ProduceRequest:
         topics: dict[str, list[broker_pb2.PartitionProduceData]] = {}
-        for b in batches:
-            leader = self.metadata.leader(b.topic, b.partition)
-            topics.setdefault(b.topic, []).append(
+        for queue, batch in items:
+            leader = self.metadata.leader(queue.topic, queue.partition)
+            topics.setdefault(queue.topic, []).append(
                 broker_pb2.PartitionProduceData(
-                    partition=b.partition,
-                    records=b.records,
+                    partition=queue.partition,
+                    record_batch=batch.data,
                     current_leader_epoch=leader.leader_epoch if leader else -1,
                 )
             )
-        request = broker_pb2.ProduceRequest(
+        return broker_pb2.ProduceRequest(
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topics=[
                 broker_pb2.TopicProduceData(topic=t, partitions=ps) for t, ps in topics.items()
             ],
         )
-        try:
-            stub = self.metadata.stub(broker_id)
-            response = await stub.Produce(request, timeout=self.request_timeout_ms / 1000 + 5)
-        except grpc.aio.AioRpcError as e:
-            error = error_from_rpc(e, f"broker {broker_id}")
-            for b in batches:
-                self._requeue(b, error)
-            return True
-        except LeaseholdError as e:
-            for b in batches:
-                self._requeue(b, e)
-            return True
-        return self._complete(batches, response)
 
-    def _complete(self, batches: list[_Batch], response: broker_pb2.ProduceResponse) -> bool:
-        answers = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
-        retry = False
-        for b in batches:
-            answer = answers.get((b.topic, b.partition))
-            if answer is None:
-                self._requeue(b, error_from_code(common_pb2.ERROR_CODE_UNKNOWN_SERVER_ERROR, ""))
-                retry = True
-                continue
-            if answer.error_code == common_pb2.ERROR_CODE_NONE:
-                for i, (r, f) in enumerate(zip(b.records, b.futures, strict=True)):
-                    offset = answer.base_offset + i if answer.base_offset >= 0 else -1
-                    stamp = (
-                        answer.log_append_time_ms
-                        if answer.log_append_time_ms > 0
-                        else (r.timestamp_ms)
-                    )
-                    if not f.done():
-                        f.set_result(RecordMetadata(b.topic, b.partition, offset, stamp))
-                continue
-            error = error_from_code(answer.error_code, answer.error_message)
-            if answer.error_code in RETRIABLE:
-                if answer.HasField("current_leader"):
-                    self.metadata.note_leader(
-                        b.topic, b.partition, answer.current_leader, response.node_endpoints
-                    )
-                self._requeue(b, error)
-                retry = True
-            else:
-                for f in b.futures:
-                    if not f.done():
-                        f.set_exception(error)
-        return retry
+
+def _resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)

@@ -18,6 +18,7 @@ from leasehold.broker.v1 import broker_pb2_grpc
 from leasehold.client import ClusterMetadata, Consumer, Producer
 from leasehold.common.v1 import common_pb2 as c
 from leasehold.errors import LeaseholdError
+from leasehold.records import Record, build_batch, decode_records
 
 NOT_LEADER = c.ERROR_CODE_NOT_LEADER_OR_FOLLOWER
 
@@ -69,12 +70,16 @@ class ScriptedBroker(broker_pb2_grpc.BrokerServiceServicer):
             answer.error_code = self.w.produce_faults.pop(0)
         else:
             answer.base_offset = len(self.w.log)
-            for r in data.records:
+            for r in decode_records(data.record_batch):
                 self.w.log.append(b.Record(offset=len(self.w.log), value=r.value, key=r.key))
         return b.ProduceResponse(
             topics=[b.TopicProduceResponse(topic="t", partitions=[answer])],
             node_endpoints=self.w.endpoints(),
         )
+
+    async def InitProducerId(self, request, context):
+        self.w.calls.append((self.id, "InitProducerId"))
+        return b.InitProducerIdResponse(producer_id=7, producer_epoch=0)
 
     async def ListOffsets(self, request, context):
         self.w.calls.append((self.id, "ListOffsets"))
@@ -101,7 +106,10 @@ class ScriptedBroker(broker_pb2_grpc.BrokerServiceServicer):
             self.w.fetches += 1
             # Two records per fetch, starting one before the position (a batch boundary).
             start = max(0, p.fetch_offset - 1)
-            answer.decoded_records.extend(self.w.log[start : p.fetch_offset + 2])
+            rows = self.w.log[start : p.fetch_offset + 2]
+            if rows:
+                records = [Record(r.value, key=r.key if r.HasField("key") else None) for r in rows]
+                answer.records = build_batch(start, self.w.epoch, records, 1_000)
         return b.FetchResponse(topics=[b.FetchTopicResponse(topic="t", partitions=[answer])])
 
 
