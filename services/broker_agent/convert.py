@@ -165,7 +165,6 @@ def leader_and_isr_from_pb(request: control_pb2.LeaderAndIsrRequest) -> LeaderAn
         broker_epoch=request.broker_epoch,
         partitions=tuple([partition_of(s) for s in request.partition_states]),
         live_leaders=tuple(endpoint_from_pb(e) for e in request.live_leaders),
-        replication_throttle_bytes_per_sec=request.replication_throttle_bytes_per_sec,
     )
 
 

@@ -17,7 +17,6 @@ end, or a consumer at the high watermark) is answered without touching the log's
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -137,7 +136,7 @@ class FetchHandler:
             remaining = deadline - time.monotonic()
             if self._satisfied(params, results) or remaining <= 0 or not futures:
                 break
-            await wait_any(futures, remaining)
+            await wait_any(futures, min(remaining, self._throttle_delay(params) or remaining))
         if params.is_follower:
             for result in results:
                 partition = self._replicas.partition(result.tp)
@@ -192,9 +191,14 @@ class FetchHandler:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or session.closed:
                 break
+            throttled = self._throttle_delay(params)
+            wait = min(remaining, throttled or remaining)
             if not session.dirty:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(session.wake.wait(), remaining)
+                try:
+                    await asyncio.wait_for(session.wake.wait(), wait)
+                except TimeoutError:
+                    if throttled is not None and throttled < remaining:
+                        break  # the quota allows more now: the next request reads it
             await self._session_round(
                 params, session, session.take_dirty(), read, budget, self._clock()
             )
@@ -363,24 +367,28 @@ class FetchHandler:
     ) -> bytes:
         max_offset = None if params.is_follower else log_.high_watermark
         limit = min(spec.max_bytes if spec.max_bytes > 0 else budget, budget)
-        if params.is_follower and self._throttled(partition, params.replica_id):
-            limit = 0
+        throttled = params.is_follower and self._throttled(partition, params.replica_id)
+        if throttled:
+            # KIP-73 on the leader: a listed replica out of sync gets what the quota allows.
+            allowance = self._replicas.leader_quota.allowance()
+            if allowance is not None:
+                limit = max(0, min(limit, allowance))
         data = log_.read(spec.fetch_offset, limit, max_offset, min_one_batch=min_one and limit > 0)
-        if params.is_follower and data.records and self._is_throttled_tp(partition):
+        if throttled and data.records:
             self._replicas.leader_quota.record(len(data.records))
         return data.records
 
-    def _is_throttled_tp(self, partition: Partition) -> bool:
-        settings = self._replicas.settings(partition.tp.topic)
-        return partition.tp.partition in settings.leader_throttled
+    def _throttle_delay(self, params: FetchParams) -> float | None:
+        """For a follower's fetch while the leader's replication quota is used up: how long
+        until it allows more (a throttled partition is worth reading again then)."""
+        return self._replicas.leader_quota.delay_s() if params.is_follower else None
 
     def _throttled(self, partition: Partition, replica_id: int) -> bool:
-        """KIP-73 on the leader: throttle listed replicas that are out of sync, over quota."""
-        return (
-            replica_id not in partition.isr
-            and self._is_throttled_tp(partition)
-            and self._replicas.leader_quota.is_exceeded()
-        )
+        """Whether the leader throttles ``replica_id``'s reads of ``partition`` (KIP-73)."""
+        if replica_id in partition.isr or not self._replicas.leader_quota.enabled:
+            return False
+        settings = self._replicas.settings(partition.tp.topic)
+        return partition.tp.partition in settings.leader_throttled
 
     # ---------------------------------------------------------------- offsets
 

@@ -339,9 +339,11 @@ class ReplicaFetcher:
     async def maybe_fetch(self) -> None:
         specs = self._build_fetch(self._clock())
         if not specs:
+            wait = self._settings.backoff_ms / 1000.0
+            throttled = self._quota.delay_s() if self._quota is not None else None
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._settings.backoff_ms / 1000.0)
+                await asyncio.wait_for(self._wake.wait(), min(wait, throttled or wait))
             return
         try:
             responses = await self.endpoint.fetch(

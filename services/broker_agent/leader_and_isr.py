@@ -55,8 +55,6 @@ Errors = dict[TopicPartition, Code]
 async def apply_leader_and_isr(replicas: ReplicaManager, request: LeaderAndIsr) -> ControlResult:
     """Apply ``request`` to ``replicas`` (the caller holds its lock and checked the fences);
     answered once every file it changed is durable."""
-    replicas.leader_quota.bound = request.replication_throttle_bytes_per_sec
-    replicas.follower_quota.bound = request.replication_throttle_bytes_per_sec
     errors: Errors = {}
     to_lead, to_follow = await _classify(replicas, request.partitions, errors)
     if replicas.fence is not None and (to_lead or to_follow):

@@ -95,7 +95,6 @@ class LeaderAndIsr:
     broker_epoch: int
     partitions: tuple[LeaderAndIsrPartition, ...]
     live_leaders: tuple[Endpoint, ...] = ()
-    replication_throttle_bytes_per_sec: int = 0
 
 
 @dataclass(frozen=True)

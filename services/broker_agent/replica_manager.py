@@ -37,7 +37,12 @@ from services.broker_agent.model import (
     UpdateMetadata,
 )
 from services.broker_agent.partition import IsrProposal, Partition, PartitionError
-from services.broker_agent.throttle import ReplicationQuota
+from services.broker_agent.throttle import (
+    FOLLOWER_RATE,
+    LEADER_RATE,
+    ReplicationQuota,
+    parse_rate,
+)
 from services.broker_agent.topic_configs import ConfigStore, TopicSettings
 
 log = logging.getLogger("services.broker_agent.state_change")
@@ -262,7 +267,11 @@ class ReplicaManager:
     # ------------------------------------------------------------- maintenance
 
     def apply_configs(self, topics: set[str] | None) -> None:
-        """Topic configs changed in etcd: push the new log configs to the open logs."""
+        """Configs changed in etcd: push the new log configs to the open logs; a broker-level
+        change (``topics`` None) may also set or clear the replication throttles (KIP-73)."""
+        if topics is None:
+            self.leader_quota.bound = parse_rate(self.configs.broker_config(LEADER_RATE))
+            self.follower_quota.bound = parse_rate(self.configs.broker_config(FOLLOWER_RATE))
         names = {tp.topic for tp in self.partitions} if topics is None else topics
         for topic in names:
             self.log_manager.update_topic_config(topic, self.settings(topic).log_config)

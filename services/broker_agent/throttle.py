@@ -4,8 +4,15 @@ Reassignment copies whole partitions to new replicas; without a cap that copy ca
 producers and in-sync followers. Kafka throttles only the replicas an operator lists in the
 topic configs ``leader.replication.throttled.replicas`` (on the leader side) and
 ``follower.replication.throttled.replicas`` (on the follower side), each a list of
-``partition:broker`` pairs or ``*``, and only while those replicas are out of sync. The rate comes
-from LeaderAndIsr.replication_throttle_bytes_per_sec (0 = unlimited).
+``partition:broker`` pairs or ``*``, and only while those replicas are out of sync. The rates are
+the dynamic broker configs ``leader.replication.throttled.rate`` and
+``follower.replication.throttled.rate`` (this broker's, else the cluster default), which
+``leasehold reassign --execute --throttle`` sets and ``--verify`` removes, as in Kafka.
+
+On the leader a throttled read takes at most what keeps the measured rate at the bound
+(``allowance``), so the copy moves in slices of about a fetch interval's worth rather than in
+whole ``replica.fetch.max.bytes`` bursts; a follower skips its throttled partitions while its
+own quota is exceeded.
 """
 
 from __future__ import annotations
@@ -30,6 +37,19 @@ class ThrottledReplicas:
 
 
 NOT_THROTTLED = ThrottledReplicas()
+UNLIMITED = 0
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+
+
+def parse_rate(value: str | None) -> int:
+    """A dynamic ``*.replication.throttled.rate`` in bytes/s; UNLIMITED when absent, not a
+    positive integer, or Kafka's default Long.MAX_VALUE."""
+    try:
+        rate = int(value) if value is not None else UNLIMITED
+    except ValueError:
+        return UNLIMITED
+    return rate if 0 < rate < 2**63 - 1 else UNLIMITED
 
 
 def parse_throttled_replicas(value: str, broker_id: int) -> ThrottledReplicas:
@@ -96,7 +116,29 @@ class ReplicationQuota:
         return sum(n for _, n in self._samples) * 1000.0 / elapsed
 
     def is_exceeded(self) -> bool:
-        return self.enabled and self.rate() > self.bound
+        allowance = self.allowance()
+        return allowance is not None and allowance <= 0
+
+    def allowance(self) -> int | None:
+        """Bytes that may move now without the window's rate passing the bound (None when
+        unlimited; at most one window's worth when nothing moved lately)."""
+        if not self.enabled:
+            return None
+        now = self._clock()
+        self._expire(now)
+        if not self._samples:
+            return self.bound * WINDOW_MS // 1000
+        elapsed = max(now - self._samples[0][0], WINDOW_MS)
+        return self.bound * elapsed // 1000 - sum(n for _, n in self._samples)
+
+    def delay_s(self) -> float | None:
+        """Seconds until the allowance turns positive; None when it is (or no bound is set).
+        A throttled reader waits this long, not a whole fetch wait or backoff, so the copy
+        keeps to the bound instead of falling below it."""
+        allowance = self.allowance()
+        if allowance is None or allowance > 0:
+            return None
+        return max(1 - allowance, 1) / self.bound + 0.001
 
     def _expire(self, now: int) -> None:
         horizon = now - SAMPLES * WINDOW_MS

@@ -131,6 +131,14 @@ class ConfigStore:
         self._resolved[topic] = found
         return found
 
+    def broker_config(self, name: str) -> str | None:
+        """A dynamic broker config: this broker's value, else the cluster-wide default."""
+        for layer in (str(self._broker_id), "<default>"):
+            value = self._brokers.get(layer, {}).get(name)
+            if value is not None:
+                return value
+        return None
+
     def apply(self, key: bytes, value: bytes | None) -> str | None:
         """Apply one key's new value (None = deleted); returns the topic it changed, or ''
         for a broker-level change (affects every topic), or None when not a config key."""

@@ -310,7 +310,12 @@ class Consumer:
                     if r.offset >= position:
                         out.append(
                             ConsumerRecord(
-                                topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
+                                topic,
+                                partition,
+                                r.offset,
+                                r.timestamp_ms,
+                                r.key,
+                                r.value,
                                 r.headers,
                             )  # fmt: skip
                         )

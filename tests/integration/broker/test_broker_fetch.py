@@ -249,15 +249,19 @@ async def test_leader_throttles_listed_out_of_sync_followers(brokers, etcd, keys
             entries={"leader.replication.throttled.replicas": "0:1"}
         ).SerializeToString(),
     )
+    await etcd.put(  # the rate is a dynamic broker config, as --throttle writes it
+        keyspace.broker_config(1),
+        metadata_pb2.ConfigEntries(
+            entries={"leader.replication.throttled.rate": "100"}
+        ).SerializeToString(),
+    )
     state = partition_state(T, 0, leader=1, leader_epoch=1, replicas=[1, 2, 3], isr=[1, 3])
-    request = leader_and_isr(b, [state])
-    request.replication_throttle_bytes_per_sec = 100
-    await b.control.LeaderAndIsr(request)
+    await b.control.LeaderAndIsr(leader_and_isr(b, [state]))
     await produce(b, [b"x" * 300])
 
     async def throttled():
         settings = b.agent.replicas.settings(T)
-        return 0 in settings.leader_throttled
+        return 0 in settings.leader_throttled and b.agent.replicas.leader_quota.bound == 100
 
     deadline = time.monotonic() + 10
     while not await throttled():

@@ -40,7 +40,6 @@ def request() -> control_pb2.LeaderAndIsrRequest:
         controller_epoch=4,
         broker_epoch=17,
         partition_states=[control_pb2.LeaderAndIsrPartitionState(**s) for s in STATES],
-        replication_throttle_bytes_per_sec=1000,
     )
 
 
@@ -65,7 +64,6 @@ def test_each_partition_is_what_the_constructor_makes(index):
 def test_the_request_fields_and_shared_lists():
     domain = convert.leader_and_isr_from_pb(request())
     assert (domain.controller_id, domain.controller_epoch, domain.broker_epoch) == (5, 4, 17)
-    assert domain.replication_throttle_bytes_per_sec == 1000
     first, _, _, last = domain.partitions
     # Equal lists are one object: they outlive the request as partition state.
     assert first.replicas is last.replicas and first.isr is last.isr
