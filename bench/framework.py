@@ -285,10 +285,12 @@ class BenchSuite:
 
 @dataclass(frozen=True)
 class Child:
-    """A running child process: its pid (to signal it) and what it sent when ready."""
+    """A running child process: its pid (to signal it), what it sent when ready, and our end
+    of its pipe (for a child that takes work after it is ready; "stop" still ends it)."""
 
     pid: int
     ready: Any
+    conn: Connection | None = None
 
 
 @contextmanager
@@ -317,7 +319,7 @@ def child_process(
                 f"{name} exited (code {proc.exitcode}) before it was ready"
             ) from None
         assert proc.pid is not None
-        yield Child(proc.pid, ready)
+        yield Child(proc.pid, ready, ours)
     finally:
         try:
             ours.send("stop")

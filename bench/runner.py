@@ -46,6 +46,7 @@ SUITES: tuple[SuiteEntry, ...] = (
     SuiteEntry("etcd_outage", "bench.etcd_outage"),
     SuiteEntry("topic_creation", "bench.topic_creation"),
     SuiteEntry("produce", "bench.produce"),
+    SuiteEntry("throughput", "bench.throughput"),
     SuiteEntry("pipeline_plan", "bench.pipeline_plan", optional=True),
 )
 

@@ -239,14 +239,20 @@ def control_result_fields(result: ControlResult) -> dict[str, Any]:
 
 
 def fetch_partition_pb(result: FetchResult) -> broker_pb2.FetchPartitionResponse:
-    out = broker_pb2.FetchPartitionResponse(
-        partition=result.tp.partition,
-        error_code=int(result.error),
-        high_watermark=result.high_watermark,
-        log_start_offset=result.log_start_offset,
-        log_end_offset=result.log_end_offset,
-        error_message=result.message,
-    )
+    return fill_fetch_partition(broker_pb2.FetchPartitionResponse(), result)
+
+
+def fill_fetch_partition(
+    out: broker_pb2.FetchPartitionResponse, result: FetchResult
+) -> broker_pb2.FetchPartitionResponse:
+    """``result``'s fields but the records, set on ``out`` (a message inside a response)."""
+    out.partition = result.tp.partition
+    out.error_code = int(result.error)
+    out.high_watermark = result.high_watermark
+    out.log_start_offset = result.log_start_offset
+    out.log_end_offset = result.log_end_offset
+    if result.message:
+        out.error_message = result.message
     if result.diverging_epoch is not None:
         out.diverging_epoch.CopyFrom(
             broker_pb2.EpochEndOffset(

@@ -378,12 +378,16 @@ class ReplicaFetcher:
                 appended.append(log_)
         # Make the appended data durable before the next fetch reports it to the leader:
         # the leader counts it towards acks=all as soon as it sees our new fetch offset.
-        if self._settings.flush:
-            for log_ in appended:
-                try:
-                    await asyncio.to_thread(log_.flush)
-                except KafkaStorageError as exc:
-                    log.error("flush failed: %s", exc)
+        # The partitions' fsyncs run side by side (each on a worker thread).
+        if self._settings.flush and appended:
+            outcomes = await asyncio.gather(
+                *(asyncio.to_thread(log_.flush) for log_ in appended), return_exceptions=True
+            )
+            for outcome in outcomes:
+                if isinstance(outcome, KafkaStorageError):
+                    log.error("flush failed: %s", outcome)
+                elif isinstance(outcome, BaseException):
+                    raise outcome
 
     def _process(
         self, spec: FetchSpec, state: PartitionFetchState, data: FetchedPartition

@@ -244,17 +244,24 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         forgotten = [TopicPartition(*tp) for tp in pairs]
         answer = await self._fetch.fetch_in_session(params, specs, forgotten)
         as_records = request.record_format == broker_pb2.RECORD_FORMAT_RECORDS
+        # Built in place: a message appended to a repeated field is copied, records included.
+        response = broker_pb2.FetchResponse(
+            error_code=int(answer.error), session_id=answer.session_id
+        )
         by_topic: dict[str, broker_pb2.FetchTopicResponse] = {}
         for r in answer.results:
-            topic = by_topic.setdefault(r.tp.topic, broker_pb2.FetchTopicResponse(topic=r.tp.topic))
-            out = convert.fetch_partition_pb(r)
+            topic = by_topic.get(r.tp.topic)
+            if topic is None:
+                topic = by_topic[r.tp.topic] = response.topics.add(topic=r.tp.topic)
+            out = convert.fill_fetch_partition(topic.partitions.add(), r)
             if as_records and r.records:
                 out.decoded_records.extend(convert.record_pb(d) for d in decoded(r, r.fetch_offset))
-            else:
+            elif r.records:
                 out.records = r.records
-            topic.partitions.append(out)
         for (name, partition), (code, text) in refused.items():
-            topic = by_topic.setdefault(name, broker_pb2.FetchTopicResponse(topic=name))
+            topic = by_topic.get(name)
+            if topic is None:
+                topic = by_topic[name] = response.topics.add(topic=name)
             topic.partitions.add(
                 partition=partition,
                 error_code=int(code),
@@ -263,11 +270,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                 log_start_offset=-1,
                 log_end_offset=-1,
             )
-        return broker_pb2.FetchResponse(
-            error_code=int(answer.error),
-            topics=list(by_topic.values()),
-            session_id=answer.session_id,
-        )
+        return response
 
     async def ListOffsets(
         self, request: broker_pb2.ListOffsetsRequest, context

@@ -139,6 +139,45 @@ def check_ack_order(acks: Iterable[Ack]) -> CheckResult:
     )
 
 
+def check_exactly_once_in_order(final: Log) -> CheckResult:
+    """The idempotent producer's promise, read off the final log: per producer and partition
+    no sequence (record id ``p<producer>-<seq>``) is stored twice, and records sent later sit
+    at higher offsets (retries after a lost answer or a leader change neither duplicate nor
+    reorder)."""
+    problems: list[str] = []
+    lanes: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)  # (seq, offset)
+    for partition, rows in sorted(final.items()):
+        for offset, rid in rows:
+            producer, dash, seq = rid.rpartition("-")
+            if dash and seq.isdigit():
+                lanes[(producer, partition)].append((int(seq), offset))
+    records = 0
+    for (producer, partition), lane in sorted(lanes.items()):
+        records += len(lane)
+        first_at: dict[int, int] = {}
+        for seq, offset in lane:
+            if seq in first_at:
+                problems.append(
+                    f"{producer} p{partition}: sequence {seq} stored twice "
+                    f"(offsets {first_at[seq]} and {offset})"
+                )
+            else:
+                first_at[seq] = offset
+        by_seq = sorted(first_at.items())
+        for (seq_a, off_a), (seq_b, off_b) in zip(by_seq, by_seq[1:], strict=False):
+            if off_b < off_a:
+                problems.append(
+                    f"{producer} p{partition}: sequence {seq_b} at offset {off_b}, before "
+                    f"sequence {seq_a} at {off_a}"
+                )
+    return _result(
+        "no duplicate or reordered sequence",
+        f"{records} records in {len(lanes)} producer/partition lanes: each sequence once, "
+        "in send order",
+        problems,
+    )
+
+
 def check_reads_agree(seen: Iterable[Seen], final: Log) -> CheckResult:
     """No offset held two different records across reads, and each reader's offsets per
     partition strictly increased (it never re-read or skipped back)."""

@@ -287,6 +287,7 @@ class ChaosRun:
             if self.final is not None:
                 results.append(checks.check_log_shape(self.final, w.log.sent))
                 results.append(checks.check_acknowledged(w.log.acks, self.final))
+                results.append(checks.check_exactly_once_in_order(self.final))
                 results.append(checks.check_reads_agree(w.log.seen, self.final))
             results.append(checks.check_ack_order(w.log.acks))
             if self.recovered_at is not None:

@@ -16,6 +16,7 @@ from chaos_checks import (
     check_broker_actions_committed,
     check_broker_controller_epochs,
     check_controller_epochs,
+    check_exactly_once_in_order,
     check_log_shape,
     check_one_leader_per_epoch,
     check_reads_agree,
@@ -47,6 +48,26 @@ REPLICA_0 = [(0, "a", 0), (1, "b", 0), (2, "c", 1)]
 )
 def test_log_shape(final, sent, problems):
     result = check_log_shape(final, sent)
+    assert (result.ok, result.problems) == (not problems, problems)
+
+
+@pytest.mark.parametrize(
+    ("final", "problems"),
+    [
+        ({0: [(0, "p1-000000"), (1, "p2-000000"), (2, "p1-000002")], 1: [(0, "p1-000001")]}, ()),
+        (
+            {0: [(0, "p1-000000"), (1, "p1-000002"), (2, "p1-000002")]},
+            ("p1 p0: sequence 2 stored twice (offsets 1 and 2)",),
+        ),
+        (
+            {0: [(0, "p1-000003"), (1, "p1-000001")]},
+            ("p1 p0: sequence 3 at offset 0, before sequence 1 at 1",),
+        ),
+        ({0: [(0, "p1-000007")], 1: [(0, "p1-000007")]}, ()),  # a lane is one partition
+    ],
+)
+def test_exactly_once_in_order(final, problems):
+    result = check_exactly_once_in_order(final)
     assert (result.ok, result.problems) == (not problems, problems)
 
 

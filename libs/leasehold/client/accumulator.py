@@ -1,9 +1,11 @@
 """The producer's per-partition queues (Kafka's RecordAccumulator, with its sequence numbers).
 
 Records are encoded into the partition's open batch as they are sent. A batch is sealed when the
-next record would take it past ``batch_size`` bytes, when it has lingered ``linger_ms``, or on
-flush; sealed batches wait in ``ready`` and are sent oldest first, at most ``max_in_flight`` per
-partition at a time.
+next record would take it past ``batch_size`` bytes, and sealed batches wait in ``ready``; they
+are sent oldest first, at most ``max_in_flight`` per partition at a time. The open batch may be
+sent once it has lingered ``linger_ms`` (or on flush), but, as in Kafka, only when the
+partition can send: while its batches in flight are at the limit it keeps filling, so under load
+batches grow towards ``batch_size`` instead of queueing up small.
 
 With idempotence, a batch gets its producer epoch and base sequence when it is first sent, and
 keeps them (and its bytes) for every retry, so the leader can recognise a retry of a batch it
@@ -38,6 +40,7 @@ class ProducerBatch:
         "done",
         "epoch",
         "futures",
+        "probe",
         "seq",
         "timestamps",
     )
@@ -53,6 +56,7 @@ class ProducerBatch:
         self.epoch = NO_PRODUCER
         self.seq = NO_PRODUCER  # base sequence, once first sent by an idempotent producer
         self.data = b""
+        self.probe = False  # sent alone while its partition recovers
 
     @property
     def count(self) -> int:
@@ -119,30 +123,30 @@ class PartitionQueue:
         batch.timestamps.append(timestamp_ms)
         return sealed
 
-    def seal(self, now: float, linger: float, force: bool) -> float | None:
-        """Seal the open batch if forced or it has lingered; else when it will be due."""
+    def lingering(self, now: float, linger: float, force: bool) -> float | None:
+        """When the open batch may be sent, if it may not yet (None: no open batch, or now)."""
         batch = self.open
-        if batch is None:
+        if batch is None or force:
             return None
         due = batch.created + linger
-        if force or now >= due:
-            self.ready.append(batch)
-            self.open = None
-            return None
-        return due
+        return due if now < due else None
 
     # ------------------------------------------------------------------ sending
 
     def next_to_send(
-        self, producer_id: int, producer_epoch: int, max_in_flight: int
+        self, producer_id: int, producer_epoch: int, max_in_flight: int, send_open: bool
     ) -> ProducerBatch | None:
-        """The batch to send now (moved to ``in_flight``), or None if it must wait."""
-        if not self.ready:
-            return None
+        """The batch to send now (moved to ``in_flight``), or None if it must wait;
+        ``send_open``: the open batch has lingered long enough (or a flush wants it)."""
         if self.in_flight and (
             self.recovering or self.resequence or len(self.in_flight) >= max_in_flight
         ):
             return None
+        if not self.ready:
+            if self.open is None or not send_open:
+                return None
+            self.ready.append(self.open)
+            self.open = None
         if self.resequence:  # nothing in flight: every waiting batch starts afresh
             for batch in self.ready:
                 batch.unstamp()
@@ -161,13 +165,17 @@ class PartitionQueue:
             head.data = head.builder.build()
         self.ready.popleft()
         self.in_flight.append(head)
+        head.probe = self.recovering
         return head
 
     # ------------------------------------------------------------------ answers
 
     def succeeded(self, batch: ProducerBatch) -> None:
+        """``batch`` is stored; recovery ends with the first success of a batch sent during
+        it (one sent before the failure proves nothing about the gap)."""
         self.in_flight.remove(batch)
-        self.recovering = False
+        if batch.probe:
+            self.recovering = False
         if batch.seq >= 0 and batch.epoch == self.epoch:
             self.last_acked = batch.last_seq
 

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from leasehold.broker.v1 import broker_pb2
 from leasehold.client.accumulator import NO_PRODUCER, PartitionQueue, ProducerBatch
@@ -56,8 +56,9 @@ ACKS = {"0": 0, "1": 1, "-1": -1, "all": -1}
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # the leader remembers a producer's last 5 batches
 
 
-@dataclass(frozen=True)
-class RecordMetadata:
+class RecordMetadata(NamedTuple):
+    """Where a record was written (a named tuple: one is made per record acknowledged)."""
+
     topic: str
     partition: int
     offset: int  # -1 with acks=0
@@ -77,7 +78,7 @@ class Producer:
         acks: int | str = -1,
         enable_idempotence: bool | None = None,
         linger_ms: int = 5,
-        batch_size: int = 64 * 1024,
+        batch_size: int = 256 * 1024,
         max_in_flight: int = 5,
         retries: int = 2**31 - 1,
         delivery_timeout_ms: int = 120_000,
@@ -264,23 +265,21 @@ class Producer:
     def produce_request(
         self, items: list[tuple[PartitionQueue, ProducerBatch]]
     ) -> broker_pb2.ProduceRequest:
-        topics: dict[str, list[broker_pb2.PartitionProduceData]] = {}
+        """One request for ``items``, built in place (a message appended to a repeated field
+        is copied, batch bytes included)."""
+        request = broker_pb2.ProduceRequest(acks=self.acks, timeout_ms=self.request_timeout_ms)
+        topics: dict[str, broker_pb2.TopicProduceData] = {}
         for queue, batch in items:
+            topic = topics.get(queue.topic)
+            if topic is None:
+                topic = topics[queue.topic] = request.topics.add(topic=queue.topic)
             leader = self.metadata.leader(queue.topic, queue.partition)
-            topics.setdefault(queue.topic, []).append(
-                broker_pb2.PartitionProduceData(
-                    partition=queue.partition,
-                    record_batch=batch.data,
-                    current_leader_epoch=leader.leader_epoch if leader else -1,
-                )
+            topic.partitions.add(
+                partition=queue.partition,
+                record_batch=batch.data,
+                current_leader_epoch=leader.leader_epoch if leader else -1,
             )
-        return broker_pb2.ProduceRequest(
-            acks=self.acks,
-            timeout_ms=self.request_timeout_ms,
-            topics=[
-                broker_pb2.TopicProduceData(topic=t, partitions=ps) for t, ps in topics.items()
-            ],
-        )
+        return request
 
 
 def _resolve(done: asyncio.Future[None]) -> None:

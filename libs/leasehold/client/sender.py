@@ -101,22 +101,24 @@ class Sender:
         if p.producer_epoch > MAX_PRODUCER_EPOCH:
             p.producer_id = p.producer_epoch = -1  # epochs spent: take a new producer id
         queues = p.queues()
+        force = self.flushing > 0
+        sendable: list[tuple[PartitionQueue, bool]] = []
         for queue in queues:
-            lingering = queue.seal(now, p.linger, force=self.flushing > 0)
+            self._expire(queue, now)
+            lingering = queue.lingering(now, p.linger, force)
             if lingering is not None:
                 due(lingering)
-            self._expire(queue, now)
+            if queue.ready or (queue.open is not None and lingering is None):
+                sendable.append((queue, lingering is None))
+        if not sendable:
+            return _sleep(next_due, now)
         if p.idempotent and p.producer_id < 0:
-            if not any(q.ready for q in queues):
-                return _sleep(next_due, now)
             if not await self._init_producer_id(now):
                 due(self._init_after)
                 return _sleep(next_due, now)
         by_leader: dict[int, list[tuple[PartitionQueue, ProducerBatch]]] = {}
         missing = False
-        for queue in queues:
-            if not queue.ready:
-                continue
+        for queue, send_open in sendable:
             if queue.backoff_until > now:
                 due(queue.backoff_until)
                 continue
@@ -124,7 +126,7 @@ class Sender:
             if leader is None:
                 missing = True
                 continue
-            batch = queue.next_to_send(p.producer_id, p.producer_epoch, p.max_in_flight)
+            batch = queue.next_to_send(p.producer_id, p.producer_epoch, p.max_in_flight, send_open)
             if batch is not None:
                 by_leader.setdefault(leader.leader, []).append((queue, batch))
         if missing:
@@ -139,6 +141,9 @@ class Sender:
     def _expire(self, queue: PartitionQueue, now: float) -> None:
         """Fail waiting batches past their delivery timeout (in-flight ones wait for their
         answer, which the request timeout bounds)."""
+        if queue.open is not None and now >= queue.open.deadline:
+            queue.ready.append(queue.open)
+            queue.open = None
         for batch in [b for b in queue.ready if now >= b.deadline]:
             error = UnavailableError(
                 E.ERROR_CODE_REQUEST_TIMED_OUT,
