@@ -15,6 +15,10 @@ GIL, as real clients), with the SDK at its defaults (``batch_size`` 64 KiB, ``li
   producer rows wrote): MB/s of record values;
 - **latency**: one acks=all record at a time (``linger_ms=0``), p50/p99.
 
+CPU per MB (the brokers together; the load generators) is counted from ``/proc`` over each
+row: on a shared machine it moves much less than MB/s does, and it bounds what the 2 cores
+could do (2,000 CPU ms per second over brokers plus clients).
+
 The baseline is a bare gRPC aio unary echo of 64 KiB payloads at 16 in flight, server in a
 spawned process (``bench.raw_grpc``): how fast Python gRPC alone moves bytes between two
 processes here. The 1-minute load average at the start and end of the run is in the notes: the
@@ -29,6 +33,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import grpc
 
@@ -89,21 +94,33 @@ def load_generator(conn: Connection) -> None:
             conn.send({"error": traceback.format_exc()})
 
 
-async def _jobs(children: Sequence, jobs: Sequence[Job]) -> list[dict]:
-    """Give ``jobs[i]`` to ``children[i]`` at once; wait for all their figures."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _jobs(children: Sequence, jobs: Sequence[Job], brokers: Sequence[int]) -> list[dict]:
+    """Give ``jobs[i]`` to ``children[i]`` at once; wait for all their figures. The brokers'
+    and the generators' CPU over the jobs is added to the first answer."""
+    before = [cpu_seconds(pid) for pid in brokers], [cpu_seconds(c.pid) for c in children]
     for child, job in zip(children, jobs, strict=True):
         child.conn.send(job)
     answers = await asyncio.gather(*(asyncio.to_thread(c.conn.recv) for c in children))
     for answer in answers:
         if "error" in answer:
             raise RuntimeError(f"load generator failed:\n{answer['error']}")
+    answers[0]["broker_cpu_s"] = sum(cpu_seconds(p) for p in brokers) - sum(before[0])
+    answers[0]["client_cpu_s"] = sum(cpu_seconds(c.pid) for c in children) - sum(before[1])
     return list(answers)
 
 
 def _merge(parts: list[dict]) -> dict[str, float]:
-    """Figures of concurrent generators: throughputs add up, latencies pool."""
+    """Figures of concurrent generators: throughputs add up, latencies pool; CPU per MB of
+    record values, for the brokers together and for the load generators."""
     records = sum(p["records"] for p in parts)
-    values = sum(p["bytes"] for p in parts)
+    megabytes = sum(p["bytes"] for p in parts) / 1e6
+    worked = sum(p.get("bytes_total", p["bytes"]) for p in parts) / 1e6  # over the CPU counted
     elapsed = max(p["elapsed_ns"] for p in parts) / NS_PER_S
     latencies = sorted(x for p in parts for x in p["latencies_ms"])
 
@@ -111,10 +128,12 @@ def _merge(parts: list[dict]) -> dict[str, float]:
         return latencies[min(len(latencies) - 1, int(q / 100 * len(latencies)))] if latencies else 0
 
     return {
-        "mb_per_s": values / elapsed / 1e6 if elapsed else 0.0,
+        "mb_per_s": megabytes / elapsed if elapsed else 0.0,
         "records_per_s": records / elapsed if elapsed else 0.0,
         "p50_ms": pct(50),
         "p99_ms": pct(99),
+        "broker_cpu_ms_per_mb": 1000 * parts[0].get("broker_cpu_s", 0) / worked if worked else 0,
+        "client_cpu_ms_per_mb": 1000 * parts[0].get("client_cpu_s", 0) / worked if worked else 0,
     }
 
 
@@ -138,6 +157,8 @@ async def _baseline(knobs: Knobs) -> Row:
             "records_per_s": load.calls_per_s,
             "p50_ms": figures["p50_ms"],
             "p99_ms": figures["p99_ms"],
+            "broker_cpu_ms_per_mb": 0.0,
+            "client_cpu_ms_per_mb": 0.0,
         },
         note="one-way payload bytes; records/s is calls/s",
     )
@@ -158,6 +179,7 @@ async def run(ctx: RunContext) -> list[Result]:
                 raise RuntimeError(f"cannot create {TOPIC}: {created.error_message}")
         await sc.settle()
         timing = {"duration_s": knobs.duration_s, "warmup_s": knobs.warmup_s}
+        brokers = [proc.pid for proc in sc.cluster.brokers.values() if proc.pid is not None]
         base = Job("produce", admin, TOPIC, **timing)
         with (
             child_process(load_generator, name="load-1") as one,
@@ -166,20 +188,26 @@ async def run(ctx: RunContext) -> list[Result]:
             for size in knobs.sizes:
                 for acks in ("1", "all"):
                     job = base.but(size=size, acks=acks)
-                    figures = _merge(await _jobs([one], [job]))
+                    figures = _merge(await _jobs([one], [job], brokers))
                     rows.append(Row(f"1 producer, {_size(size)} records, acks={acks}", figures))
             half = knobs.many // 2
             for acks in ("1", "all"):
                 job = base.but(size=1024, acks=acks, producers=half)
-                figures = _merge(await _jobs([one, two], [job, job]))
+                figures = _merge(await _jobs([one, two], [job, job], brokers))
                 rows.append(Row(f"{knobs.many} producers, 1 KiB records, acks={acks}", figures))
             consume = Job("consume", admin, TOPIC, **timing)
             rows.append(
-                Row("consumer, from the earliest offset", _merge(await _jobs([one], [consume])))
+                Row(
+                    "consumer, from the earliest offset",
+                    _merge(await _jobs([one], [consume], brokers)),
+                )
             )
             latency = Job("latency", admin, TOPIC, **timing).but(size=1024, acks="all")
             rows.append(
-                Row("1 record at a time, acks=all, 1 KiB", _merge(await _jobs([one], [latency])))
+                Row(
+                    "1 record at a time, acks=all, 1 KiB",
+                    _merge(await _jobs([one], [latency], brokers)),
+                )
             )
         losses = sc.lease_losses()
     load_after = os.getloadavg()[0]
@@ -211,6 +239,8 @@ COLUMNS = (
     Column("records_per_s", "records/s"),
     Column("p50_ms", "p50 ms", ",.2f"),
     Column("p99_ms", "p99 ms", ",.2f"),
+    Column("broker_cpu_ms_per_mb", "brokers CPU ms/MB", ",.1f"),
+    Column("client_cpu_ms_per_mb", "client CPU ms/MB", ",.1f"),
 )
 
 SUITE = BenchSuite(

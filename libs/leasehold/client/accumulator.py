@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from leasehold.records import BatchBuilder, increment_sequence
 
 NO_PRODUCER = -1
+RECORD_OVERHEAD = 12  # bytes a record adds besides its key and value (a bound for batch_size)
 
 
 class ProducerBatch:
@@ -108,14 +109,13 @@ class PartitionQueue:
         was sealed (the sender has something to send)."""
         sealed = False
         batch = self.open
-        if (
-            batch is not None
-            and batch.count
-            and (batch.builder.size + batch.builder.estimate(value, key) > batch_size)
-        ):
-            self.ready.append(batch)
-            batch = self.open = None
-            sealed = True
+        if batch is not None:
+            builder = batch.builder
+            adds = RECORD_OVERHEAD + (len(value) if value else 0) + (len(key) if key else 0)
+            if builder.count and builder.size + adds > batch_size:
+                self.ready.append(batch)
+                batch = self.open = None
+                sealed = True
         if batch is None:
             batch = self.open = new_batch()
         batch.builder.append(value, timestamp_ms, key, headers)

@@ -123,6 +123,7 @@ class Producer:
         self._queues: dict[tuple[str, int], PartitionQueue] = {}
         self._sender = Sender(self)
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the first send
 
     async def __aenter__(self) -> Producer:
         return self
@@ -143,7 +144,8 @@ class Producer:
         """Queue a record; the returned future resolves to its :class:`RecordMetadata`."""
         if self._closed:
             raise RuntimeError("producer is closed")
-        count = self.metadata.partition_count(topic) or await self.metadata.partitions(topic)
+        known = self.metadata.topics.get(topic)
+        count = len(known) if known else await self.metadata.partitions(topic)
         if partition is None:
             partition = self.partitioner(topic, key, count)
         elif not 0 <= partition < count:
@@ -154,7 +156,10 @@ class Producer:
         queue = self._queues.get((topic, partition))
         if queue is None:
             queue = self._queues[(topic, partition)] = PartitionQueue(topic, partition)
-        future = asyncio.get_running_loop().create_future()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        future = loop.create_future()
         fresh = queue.open is None
         sealed = queue.append(
             value,
@@ -210,10 +215,11 @@ class Producer:
             queue.succeeded(batch)
             base = outcome.base_offset
             topic, partition = queue.topic, queue.partition
-            for i, (future, stamp) in enumerate(zip(batch.futures, batch.timestamps, strict=True)):
+            offsets = range(base, base + batch.count) if base >= 0 else [-1] * batch.count
+            make = tuple.__new__  # a RecordMetadata per record: skip the named tuple's __new__
+            for offset, future, stamp in zip(offsets, batch.futures, batch.timestamps, strict=True):
                 if not future.done():
-                    offset = base + i if base >= 0 else -1
-                    future.set_result(RecordMetadata(topic, partition, offset, stamp))
+                    future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))
             _resolve(batch.done)
             return
         error = outcome.error or error_from_code(code, outcome.message)

@@ -51,6 +51,14 @@ def varint(value: int) -> bytes:
     return _encode_varint(value)
 
 
+def _headers(headers: Sequence[tuple[str, bytes]]) -> bytes:
+    parts = [varint(len(headers))]
+    for name, hvalue in headers:
+        raw = name.encode("utf-8")
+        parts += (varint(len(raw)), raw, varint(len(hvalue)), bytes(hvalue))
+    return b"".join(parts)
+
+
 @dataclass(frozen=True)
 class Record:
     """One record to put in a batch; ``timestamp_ms == 0`` means "now" to ``build_batch``."""
@@ -77,10 +85,6 @@ class BatchBuilder:
         """The batch's size in bytes, header included."""
         return len(self._body)
 
-    def estimate(self, value: bytes | None, key: bytes | None = None) -> int:
-        """About how many bytes a record with this value and key adds (for batch.size)."""
-        return 12 + (len(value) if value else 0) + (len(key) if key else 0)
-
     def append(
         self,
         value: bytes | None,
@@ -88,43 +92,37 @@ class BatchBuilder:
         key: bytes | None = None,
         headers: Sequence[tuple[str, bytes]] = (),
     ) -> None:
-        """Encode one record (offset delta = records so far); timestamps must be >= 0."""
+        """Encode one record (offset delta = records so far); timestamps must be >= 0.
+
+        Each record is joined once and added with its length: this runs once per record the
+        producer sends, so it avoids a call or a resize per field.
+        """
         if timestamp_ms < 0:
             raise InvalidRecordError("record timestamps must not be negative")
-        if self.count == 0:
+        count = self.count
+        if count == 0:
             self.first_timestamp = timestamp_ms
         if timestamp_ms > self.max_timestamp:
             self.max_timestamp = timestamp_ms
-        ts = varint(timestamp_ms - self.first_timestamp)
-        delta = varint(self.count)
+        delta = timestamp_ms - self.first_timestamp
+        ts = _VARINTS[delta] if 0 <= delta < _CACHED else _encode_varint(delta)
+        offset = _VARINTS[count] if count < _CACHED else _encode_varint(count)
         if key is None:
-            key_part = _NULL
+            key_len, key = _NULL, b""
         else:
-            key_part = varint(len(key)) + key
+            key_len = varint(len(key))
         if value is None:
-            value_len = _NULL
-            value = b""
+            value_len, value = _NULL, b""
         else:
-            value_len = varint(len(value))
-        if headers:
-            parts = [varint(len(headers))]
-            for name, hvalue in headers:
-                raw = name.encode("utf-8")
-                parts += (varint(len(raw)), raw, varint(len(hvalue)), bytes(hvalue))
-            tail = b"".join(parts)
-        else:
-            tail = b"\x00"
-        length = 1 + len(ts) + len(delta) + len(key_part) + len(value_len) + len(value) + len(tail)
+            size = len(value)
+            value_len = _VARINTS[size] if size < _CACHED else _encode_varint(size)
+        tail = _headers(headers) if headers else b"\x00"
+        record = b"".join((b"\x00", ts, offset, key_len, key, value_len, value, tail))
+        size = len(record)
         body = self._body
-        body += varint(length)
-        body += b"\x00"
-        body += ts
-        body += delta
-        body += key_part
-        body += value_len
-        body += value
-        body += tail
-        self.count += 1
+        body += _VARINTS[size] if size < _CACHED else _encode_varint(size)
+        body += record
+        self.count = count + 1
 
     def build(
         self,
