@@ -210,6 +210,8 @@ class Producer:
 
     def complete(self, queue: PartitionQueue, batch: ProducerBatch, outcome: SendOutcome) -> None:
         """Apply one partition's answer to ``batch`` (in flight)."""
+        if batch not in queue.in_flight:
+            return  # failed meanwhile (``fail_everything``): its futures have their answer
         code = outcome.code
         if code == E.ERROR_CODE_NONE:
             queue.succeeded(batch)
