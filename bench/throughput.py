@@ -11,8 +11,8 @@ GIL, as real clients), with the SDK at its defaults (``batch_size`` 64 KiB, ``li
   ``WINDOW_BYTES`` of records outstanding (Kafka's ``buffer.memory`` plays that part) and
   sends to partitions round robin. MB/s counts record values acknowledged in the window;
   latency is per record, send to acknowledgement (sampled);
-- **consumer**: the SDK Consumer reading every partition from the earliest offset (what the
-  producer rows wrote): MB/s of record values;
+- **consumer**: the SDK Consumer reading every partition of the 1 KiB rows' topic from the
+  earliest offset: MB/s of record values (each record size has its own topic);
 - **latency**: one acks=all record at a time (``linger_ms=0``), p50/p99.
 
 CPU per MB (the brokers together; the load generators) is counted from ``/proc`` over each
@@ -52,7 +52,7 @@ from bench.throughput_load import Job, run_job
 from leasehold.client import AdminClient
 from leasehold.common.v1 import common_pb2
 
-TOPIC = "throughput"
+TOPIC = "throughput"  # one topic per record size: throughput-100, -1024, -16384
 PARTITIONS = 6
 MIN_ISR = "2"
 SIZES = (100, 1024, 16 * 1024)
@@ -160,7 +160,7 @@ async def _baseline(knobs: Knobs) -> Row:
             "broker_cpu_ms_per_mb": 0.0,
             "client_cpu_ms_per_mb": 0.0,
         },
-        note="one-way payload bytes; records/s is calls/s",
+        note="calls/s",
     )
 
 
@@ -172,22 +172,27 @@ async def run(ctx: RunContext) -> list[Result]:
         await sc.start_services()
         admin = sc.cluster.admin_address
         async with AdminClient(admin, timeout=60) as client:
-            created = await client.create_topic(
-                TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": MIN_ISR}, timeout_ms=60_000
-            )
-            if created.error_code != common_pb2.ERROR_CODE_NONE:
-                raise RuntimeError(f"cannot create {TOPIC}: {created.error_message}")
+            for size in sorted({*knobs.sizes, 1024}):
+                created = await client.create_topic(
+                    _topic(size),
+                    PARTITIONS,
+                    3,
+                    configs={"min.insync.replicas": MIN_ISR},
+                    timeout_ms=60_000,
+                )
+                if created.error_code != common_pb2.ERROR_CODE_NONE:
+                    raise RuntimeError(f"cannot create {_topic(size)}: {created.error_message}")
         await sc.settle()
         timing = {"duration_s": knobs.duration_s, "warmup_s": knobs.warmup_s}
         brokers = [proc.pid for proc in sc.cluster.brokers.values() if proc.pid is not None]
-        base = Job("produce", admin, TOPIC, **timing)
+        base = Job("produce", admin, _topic(1024), **timing)
         with (
             child_process(load_generator, name="load-1") as one,
             child_process(load_generator, name="load-2") as two,
         ):
             for size in knobs.sizes:
                 for acks in ("1", "all"):
-                    job = base.but(size=size, acks=acks)
+                    job = base.but(topic=_topic(size), size=size, acks=acks)
                     figures = _merge(await _jobs([one], [job], brokers))
                     rows.append(Row(f"1 producer, {_size(size)} records, acks={acks}", figures))
             half = knobs.many // 2
@@ -195,20 +200,17 @@ async def run(ctx: RunContext) -> list[Result]:
                 job = base.but(size=1024, acks=acks, producers=half)
                 figures = _merge(await _jobs([one, two], [job, job], brokers))
                 rows.append(Row(f"{knobs.many} producers, 1 KiB records, acks={acks}", figures))
-            consume = Job("consume", admin, TOPIC, **timing)
+            consume = Job("consume", admin, _topic(1024), **timing)
             rows.append(
                 Row(
                     "consumer, from the earliest offset",
                     _merge(await _jobs([one], [consume], brokers)),
                 )
             )
-            latency = Job("latency", admin, TOPIC, **timing).but(size=1024, acks="all")
-            rows.append(
-                Row(
-                    "1 record at a time, acks=all, 1 KiB",
-                    _merge(await _jobs([one], [latency], brokers)),
-                )
-            )
+            latency = Job("latency", admin, _topic(1024), **timing).but(size=1024, acks="all")
+            figures = _merge(await _jobs([one], [latency], brokers))
+            figures.update(broker_cpu_ms_per_mb=0.0, client_cpu_ms_per_mb=0.0)  # too few MB
+            rows.append(Row("1 record at a time, acks=all, 1 KiB", figures))
         losses = sc.lease_losses()
     load_after = os.getloadavg()[0]
     return [
@@ -228,6 +230,10 @@ async def run(ctx: RunContext) -> list[Result]:
             ),
         )
     ]
+
+
+def _topic(size: int) -> str:
+    return f"{TOPIC}-{size}"
 
 
 def _size(size: int) -> str:
