@@ -13,13 +13,11 @@ trusted to match the disk.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
 
 from services.broker_agent.log.batch import (
     BatchHeader,
@@ -30,7 +28,7 @@ from services.broker_agent.log.batch import (
     validated_batches,
 )
 from services.broker_agent.log.config import LogConfig
-from services.broker_agent.log.epoch_cache import EpochEntry, LeaderEpochCache
+from services.broker_agent.log.epoch_cache import LeaderEpochCache
 from services.broker_agent.log.epoch_file import EpochStore, LeaderEpochFileCache
 from services.broker_agent.log.errors import (
     CorruptRecordError,
@@ -39,8 +37,10 @@ from services.broker_agent.log.errors import (
     RecordTooLargeError,
     storage_errors,
 )
+from services.broker_agent.log.guard import guarded
 from services.broker_agent.log.handles import FileHandleCache
 from services.broker_agent.log.local_log import LocalLog
+from services.broker_agent.log.log_upkeep import LogUpkeep
 from services.broker_agent.log.producer_log import ProducerLog
 from services.broker_agent.log.results import (
     EARLIEST_TIMESTAMP,
@@ -49,34 +49,13 @@ from services.broker_agent.log.results import (
     LogAppendInfo,
     TimestampAndOffset,
 )
-from services.broker_agent.log.retention import deletable_prefix
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _guarded(method: Callable[Concatenate[Log, P], R]) -> Callable[Concatenate[Log, P], R]:
-    """Serialise the call and turn I/O failures into KafkaStorageError (log goes offline)."""
-
-    @functools.wraps(method)
-    def wrapper(self: Log, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
-            if self._offline is not None:
-                raise KafkaStorageError(f"log {self.directory} is offline: {self._offline}")
-            try:
-                return method(self, *args, **kwargs)
-            except OSError as exc:
-                self._offline = str(exc)
-                raise KafkaStorageError(f"I/O error in log {self.directory}: {exc}") from exc
-
-    return wrapper
 
 
 def _system_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log:
+class Log(LogUpkeep):
     """A partition replica's log. Create with :meth:`Log.open`."""
 
     def __init__(
@@ -190,7 +169,7 @@ class Log:
 
     # ---------------------------------------------------------------- appends
 
-    @_guarded
+    @guarded
     def append_as_leader(
         self,
         records: Sequence[Record],
@@ -205,7 +184,7 @@ class Log:
         batch = build_batch(self.log_end_offset, leader_epoch, records, now, producer)
         return self._append_leader_batch(batch, check_produced(batch), leader_epoch)
 
-    @_guarded
+    @guarded
     def append_batch_as_leader(
         self, data: bytes | bytearray | memoryview, leader_epoch: int
     ) -> LogAppendInfo:
@@ -245,7 +224,7 @@ class Log:
             self._producers.rolled(self._local.segments[-1].base_offset)
         self._producers.appended(headers)
 
-    @_guarded
+    @guarded
     def append_as_follower(self, data: bytes | memoryview) -> LogAppendInfo:
         """Append the leader's batches verbatim after checking CRCs and offset order.
 
@@ -262,7 +241,7 @@ class Log:
         self._append_local(memoryview(data)[:valid_bytes], headers)
         return LogAppendInfo.of(headers, valid_bytes, self._log_start_offset)
 
-    @_guarded
+    @guarded
     def roll(self) -> None:
         """Start a new active segment at the log end offset (no-op if the active is empty)."""
         if self._local.segments[-1].size:
@@ -271,7 +250,7 @@ class Log:
 
     # ------------------------------------------------------------------ reads
 
-    @_guarded
+    @guarded
     def read(
         self,
         start_offset: int,
@@ -299,7 +278,7 @@ class Log:
             start_offset, records, self._high_watermark, self._log_start_offset, leo
         )
 
-    @_guarded
+    @guarded
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: -2 earliest, -1 latest, else the first record with timestamp >= it.
 
@@ -316,142 +295,6 @@ class Log:
             raise ValueError(f"invalid ListOffsets timestamp {timestamp}")
         found = self._local.find_offset_by_timestamp(timestamp, self._log_start_offset)
         return None if found is None else TimestampAndOffset(*found)
-
-    # ------------------------------------------------------ truncation, retention
-
-    @_guarded
-    def truncate_to(self, offset: int) -> bool:
-        """Drop every record at ``offset`` or beyond (a follower's divergent suffix); False
-        if there was nothing to drop. The epoch cache is trimmed to the log end either way: a
-        stale entry there (a leader that never appended) must not survive."""
-        if offset < 0:
-            raise ValueError(f"cannot truncate to negative offset {offset}")
-        if offset >= self.log_end_offset:
-            self._epochs.truncate_from_end(self.log_end_offset)
-            return False
-        if offset < self._local.first_base_offset:
-            self._truncate_fully(offset)
-            return True
-        self._local.truncate_to(offset)
-        leo = self.log_end_offset
-        self._epochs.truncate_from_end(leo)
-        self._log_start_offset = min(self._log_start_offset, leo)
-        self._high_watermark = min(self._high_watermark, leo)
-        self._producers.truncated(self._log_start_offset, leo, self._local.headers_from)
-        return True
-
-    @_guarded
-    def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Delete everything and continue empty at ``offset`` (the follower is so far behind
-        that the leader no longer has the data after its log end)."""
-        if offset < 0:
-            raise ValueError(f"cannot start a log at negative offset {offset}")
-        self._truncate_fully(offset)
-
-    def _truncate_fully(self, offset: int) -> None:
-        self._local.truncate_fully(offset)
-        self._epochs.clear()
-        self._producers.truncated_fully()
-        self._log_start_offset = offset
-        self._high_watermark = offset
-
-    @_guarded
-    def maybe_increment_log_start_offset(self, offset: int) -> bool:
-        """Advance the log start offset (DeleteRecords, or the leader's, on a follower).
-
-        Raises OffsetOutOfRangeError beyond the high watermark, as Kafka does. Segments
-        wholly below the new start are deleted by the next retention run.
-        """
-        if offset <= self._log_start_offset:
-            return False
-        if offset > self._high_watermark:
-            raise OffsetOutOfRangeError(
-                f"cannot move the log start offset to {offset}, beyond the high watermark "
-                f"{self._high_watermark}"
-            )
-        self._set_log_start_offset(offset)
-        return True
-
-    @_guarded
-    def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Apply retention.ms / retention.bytes / log start offset; returns segments deleted."""
-        config = self.config
-        now = self._clock() if now_ms is None else now_ms
-        self._producers.expire(now, config.producer_id_expiration_ms)
-        count = deletable_prefix(
-            self._local.summaries(),
-            now_ms=now,
-            retention_ms=config.retention_ms,
-            retention_bytes=config.retention_bytes,
-            high_watermark=self._high_watermark,
-            log_start_offset=self._log_start_offset,
-        )
-        if count:
-            self._local.delete_oldest(count)
-            self._set_log_start_offset(max(self._log_start_offset, self._local.first_base_offset))
-        return count
-
-    def _set_log_start_offset(self, offset: int) -> None:
-        self._log_start_offset = offset
-        self._epochs.truncate_from_start(offset)
-        self._producers.log_start_moved(offset)
-
-    # ----------------------------------------------------------- leader epochs
-
-    @property
-    def latest_epoch(self) -> int | None:
-        return self._epochs.latest_epoch
-
-    @property
-    def epoch_entries(self) -> list[EpochEntry]:
-        return self._epochs.entries()
-
-    def epoch_pairs(self) -> list[tuple[int, int]]:
-        """The leader-epoch entries as ``(epoch, start offset)``, read under the lock."""
-        with self._lock:
-            return self._epochs.pairs()
-
-    @_guarded
-    def assign_epoch_start_offset(
-        self, epoch: int, start_offset: int, *, defer_sync: bool = False
-    ) -> None:
-        """Record that ``epoch`` starts at ``start_offset`` (a new leader does this at its
-        log end offset before accepting writes).
-
-        With ``defer_sync`` the entries are staged in the journal but not synced: the caller
-        syncs the journal for a whole batch (``epoch_record_owed`` says what this log waits
-        for) and must not accept appends until it is durable.
-        """
-        if isinstance(self._epochs, LeaderEpochFileCache):
-            self._epochs.assign(epoch, start_offset, defer_sync)
-        else:
-            self._epochs.assign(epoch, start_offset)
-
-    def epoch_record_owed(self) -> int | None:
-        """The journal number of a deferred leader-epoch change not yet on disk (None:
-        nothing owed, or the log is offline). Without the lock: the deferred change was made
-        before this call, and only the journal's sync clears it meanwhile."""
-        epochs = self._epochs
-        if self._offline is not None or not isinstance(epochs, LeaderEpochFileCache):
-            return None
-        return epochs.owed()
-
-    def mark_offline(self, reason: str) -> None:
-        """A write this log depends on failed elsewhere (a batched checkpoint): as after any
-        I/O error, its state can no longer be trusted to match the disk."""
-        with self._lock:
-            if self._offline is None:
-                self._offline = reason
-
-    def end_offset_for_epoch(self, requested_epoch: int) -> tuple[int, int]:
-        """OffsetsForLeaderEpoch: ``(epoch, end offset)``, (-1, -1) when unknown."""
-        with self._lock:
-            return self._epochs.end_offset_for(requested_epoch, self.log_end_offset)
-
-    def _maybe_assign_epoch(self, epoch: int, start_offset: int) -> None:
-        latest = self._epochs.latest_epoch
-        if epoch >= 0 and (latest is None or epoch > latest):
-            self._epochs.assign(epoch, start_offset)
 
     # -------------------------------------------------------------- lifecycle
 
@@ -484,12 +327,12 @@ class Log:
                 raise KafkaStorageError(f"I/O error in log {self.directory}: {failure}")
             self._local.end_flush(ticket)
 
-    @_guarded
+    @guarded
     def checkpoint_recovery_point(self) -> None:
         """Persist the recovery point (cheap no-op when unchanged)."""
         self._local.checkpoint_recovery_point()
 
-    @_guarded
+    @guarded
     def close(self) -> None:
         """Flush, record the recovery point and the producers, release file handles; the log
         goes offline."""
