@@ -8,6 +8,7 @@ from services.broker_agent.throttle import (
     NOT_THROTTLED,
     ReplicationQuota,
     ThrottledReplicas,
+    parse_rate,
     parse_throttled_replicas,
 )
 
@@ -67,3 +68,25 @@ def test_unbounded_quota_is_never_exceeded():
     quota = ReplicationQuota(Clock(), bound_bytes_per_sec=0)
     quota.record(10**9)
     assert not quota.enabled and not quota.is_exceeded()
+
+
+def test_allowance_is_what_keeps_the_rate_at_the_bound_and_delay_when_it_returns():
+    clock = Clock()  # 100,000 ms: the start of a window
+    quota = ReplicationQuota(clock, bound_bytes_per_sec=1_000)
+    assert (quota.allowance(), quota.delay_s()) == (1_000, None)  # one window's worth
+    quota.record(1_500)
+    assert quota.allowance() == -500
+    assert quota.delay_s() == pytest.approx(0.502)  # 501 bytes at 1,000 B/s, plus 1 ms
+    clock.now += 1_500  # 1.5 s in: 1,500 bytes allowed so far, all used
+    assert quota.allowance() == 0 and quota.is_exceeded()
+    clock.now += 250
+    assert quota.allowance() == 250 and not quota.is_exceeded()
+    assert ReplicationQuota(clock).allowance() is None  # unbounded
+
+
+@pytest.mark.parametrize(
+    ("value", "rate"),
+    [(None, 0), ("1000", 1_000), ("0", 0), ("-5", 0), ("x", 0), (str(2**63 - 1), 0)],
+)
+def test_dynamic_rate_configs_are_bytes_per_second_or_unlimited(value, rate):
+    assert parse_rate(value) == rate
