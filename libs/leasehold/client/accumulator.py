@@ -14,6 +14,9 @@ back to the head of ``ready`` in sequence order, and batches are sent one at a t
 succeeds, so a gap caused by the failure is never sent twice. A batch that fails for good leaves
 a hole in the sequence: the partition then **resequences** — once nothing of it is in flight,
 its waiting batches start again at sequence 0 under a new producer epoch (Kafka's KIP-360 bump).
+A leader without state for the producer (UNKNOWN_PRODUCER_ID for the next batch it should take:
+the producer's batches there are gone) also makes the partition resequence, the refused batch
+included.
 """
 
 from __future__ import annotations
@@ -196,6 +199,13 @@ class PartitionQueue:
         while at < len(self.ready) and 0 <= self.ready[at].seq < batch.seq:
             at += 1
         self.ready.insert(at, batch)
+
+    def restart(self, batch: ProducerBatch, backoff_until: float) -> None:
+        """The leader holds no state of this producer (UNKNOWN_PRODUCER_ID for the next batch
+        it should take): retry ``batch``, but with every waiting batch numbered afresh under a
+        new producer epoch once nothing is in flight."""
+        self.retry(batch, backoff_until)
+        self.resequence = True
 
     def failed(self, batch: ProducerBatch, in_flight: bool) -> None:
         """``batch`` gets no more tries; a sequenced one leaves a hole: resequence."""

@@ -225,6 +225,9 @@ class Producer:
             _resolve(batch.done)
             return
         error = outcome.error or error_from_code(code, outcome.message)
+        if code == E.ERROR_CODE_UNKNOWN_PRODUCER_ID and outcome.error is None:
+            self._unknown_producer(queue, batch, error)
+            return
         if outcome.error is not None:
             retriable = outcome.retriable
         else:
@@ -237,6 +240,25 @@ class Producer:
                 queue.retry(batch, time.monotonic() + self.backoff)
             return
         self.fail(queue, batch, error, in_flight=True)
+
+    def _unknown_producer(
+        self, queue: PartitionQueue, batch: ProducerBatch, error: LeaseholdError
+    ) -> None:
+        """The leader holds no state of us. For the batch it should take next, our earlier
+        batches there are gone (retention, expiry): restart the partition's sequences under a
+        new epoch, this batch included (the leader did not store it). For a later batch it is
+        the echo of an earlier one not yet stored (requests served out of order): retry."""
+        batch.attempts += 1
+        if batch.attempts > self.retries or time.monotonic() >= batch.deadline:
+            self.fail(queue, batch, error, in_flight=True)
+            return
+        backoff_until = time.monotonic() + self.backoff
+        if batch.seq >= 0 and queue.is_first_unacked(batch):
+            queue.restart(batch, backoff_until)
+            if batch.epoch == self.producer_epoch:
+                self.producer_epoch += 1
+        else:
+            queue.retry(batch, backoff_until)
 
     def _echoed_gap(self, queue: PartitionQueue, batch: ProducerBatch, code: int) -> bool:
         """OUT_OF_ORDER_SEQUENCE_NUMBER for a batch behind one that failed or is pending: the

@@ -54,6 +54,12 @@ class OutOfOrderSequenceError(LogError):
     error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
+class UnknownProducerIdError(LogError):
+    """A batch past sequence 0 from a producer this log holds no state of."""
+
+    error_code = 59  # UNKNOWN_PRODUCER_ID
+
+
 class InconsistentTopicIdError(LogError):
     """A log directory on disk belongs to another incarnation of the topic."""
 
@@ -80,5 +86,6 @@ __all__ = [
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "RecordTooLargeError",
+    "UnknownProducerIdError",
     "storage_errors",
 ]

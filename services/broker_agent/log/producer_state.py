@@ -10,7 +10,10 @@ metadata of its last ``RETAINED_BATCHES`` batches (sequence range and offsets). 
 - a newer epoch: its first sequence must be 0 (the producer reset its sequences);
 - the same epoch: the first sequence must follow the last one (wrapping after 2**31 - 1),
   else OutOfOrderSequenceError — a gap, or a batch older than those retained;
-- an unknown producer (never seen, or its batches are gone through retention): any sequence.
+- an unknown producer (never seen, or its batches are gone through retention or expiry) must
+  start at sequence 0, else UnknownProducerIdError: a batch overtaken by a later one of the same
+  producer (requests served out of order) is refused rather than stored after it, and a
+  producer whose state is gone restarts its sequences under a new epoch (KIP-360).
 
 Every appended batch, leader or follower, goes through ``update`` (a follower only records,
 it does not judge: the leader did), so a follower that becomes leader already holds the state.
@@ -26,7 +29,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from leasehold.records import BatchHeader, increment_sequence
-from services.broker_agent.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from services.broker_agent.log.errors import (
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
 
 RETAINED_BATCHES = 5  # Kafka's NUM_BATCHES_TO_RETAIN: a producer has at most 5 in flight
 
@@ -82,8 +89,13 @@ def check_sequence(
     entry: ProducerEntry | None, epoch: int, first_seq: int, last_seq: int
 ) -> BatchMetadata | None:
     """The leader's verdict on an idempotent batch: the duplicated batch's metadata, None to
-    append it, or InvalidProducerEpochError / OutOfOrderSequenceError."""
+    append it, or InvalidProducerEpochError / OutOfOrderSequenceError / UnknownProducerIdError."""
     if entry is None:
+        if first_seq != 0:
+            raise UnknownProducerIdError(
+                f"no state for this producer: its first batch here must have sequence 0, "
+                f"not {first_seq}"
+            )
         return None
     duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
     if duplicate is not None:

@@ -87,6 +87,9 @@ async def test_a_resent_batch_is_stored_once_and_gaps_and_old_epochs_are_refused
     fenced = await produce(b, batch(1, [b"e"], epoch=0))
     assert fenced.error_code == Code.INVALID_PRODUCER_EPOCH
 
+    overtaken = await produce(b, batch(5, [b"y"], pid=10))  # its batch at 0 not yet seen
+    assert overtaken.error_code == Code.UNKNOWN_PRODUCER_ID
+
     fetched = await fetch(b, 0, 1, replica_id=-1)
     assert [r.value for r in decode_records(fetched.records)] == [b"a", b"b", b"c", b"d"]
 

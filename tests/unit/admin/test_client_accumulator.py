@@ -93,6 +93,21 @@ def test_a_lost_batch_resequences_the_rest_under_the_new_epoch() -> None:
     assert header_of(send(queue, epoch=1)).base_sequence == 8
 
 
+def test_a_leader_without_our_state_makes_the_partition_restart_its_sequences() -> None:
+    queue = PartitionQueue("t", 0)
+    fill(queue, 24)
+    first = send(queue)
+    queue.succeeded(first)
+    second, third = send(queue), send(queue)
+    queue.restart(second, backoff_until=0)  # UNKNOWN_PRODUCER_ID: its earlier batches are gone
+    queue.retry(third, backoff_until=0)  # the echo
+    restarted = send(queue, epoch=1)
+    assert restarted is second
+    assert (header_of(second).producer_epoch, header_of(second).base_sequence) == (1, 0)
+    queue.succeeded(second)
+    assert header_of(send(queue, epoch=1)).base_sequence == 8  # the third, renumbered
+
+
 def test_another_partitions_epoch_bump_waits_for_this_ones_batches_in_flight() -> None:
     queue = PartitionQueue("t", 0)
     fill(queue, 16)

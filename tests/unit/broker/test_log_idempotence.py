@@ -10,7 +10,11 @@ import pytest
 from leasehold.records import BatchBuilder, parse_header
 from services.broker_agent.log import CorruptRecordError, InvalidRecordError, Log, LogConfig
 from services.broker_agent.log import producer_snapshot as snapshots
-from services.broker_agent.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from services.broker_agent.log.errors import (
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
 
 T0 = 1_000_000
 PID = 42
@@ -151,8 +155,10 @@ def test_producers_whose_batches_are_gone_are_forgotten(tmp_path: Path) -> None:
     log.append_batch_as_leader(batch(0, pid=PID + 1), 1)
     log.update_high_watermark(4)
     log.maybe_increment_log_start_offset(2)
-    # PID's batches are below the log start: any sequence is accepted, as in Kafka.
-    assert log.append_batch_as_leader(batch(40), 1).first_offset == 4
+    # PID's batches are below the log start: it is unknown, and restarts its sequences.
+    with pytest.raises(UnknownProducerIdError):
+        log.append_batch_as_leader(batch(40), 1)
+    assert log.append_batch_as_leader(batch(0, epoch=1), 1).first_offset == 4
     with pytest.raises(OutOfOrderSequenceError):
         log.append_batch_as_leader(batch(9, pid=PID + 1), 1)
 
@@ -161,4 +167,6 @@ def test_idle_producers_expire(tmp_path: Path) -> None:
     log = Log.open(tmp_path / "t-0", LogConfig(producer_id_expiration_ms=10), clock=lambda: T0)
     log.append_batch_as_leader(batch(0), 1)
     log.delete_old_segments(now_ms=T0 + 100)
-    assert log.append_batch_as_leader(batch(9), 1).first_offset == 2
+    with pytest.raises(UnknownProducerIdError):
+        log.append_batch_as_leader(batch(2), 1)
+    assert log.append_batch_as_leader(batch(0, epoch=1), 1).first_offset == 2

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.broker_agent.log.errors import InvalidProducerEpochError, OutOfOrderSequenceError
+from services.broker_agent.log.errors import (
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    UnknownProducerIdError,
+)
 from services.broker_agent.log.producer_state import (
     RETAINED_BATCHES,
     BatchMetadata,
@@ -29,7 +33,8 @@ def entry(epoch: int, *ranges: tuple[int, int]) -> ProducerEntry:
 # (name, current entry or None, incoming (epoch, first seq, last seq), expected verdict):
 # APPEND, ("duplicate", first offset of the batch it repeats), or the error raised.
 CASES = [
-    ("unknown producer, any sequence", None, (0, 42, 50), APPEND),
+    ("unknown producer from sequence 0", None, (3, 0, 9), APPEND),
+    ("unknown producer past sequence 0", None, (0, 42, 50), UnknownProducerIdError),
     ("in order", entry(0, (0, 9)), (0, 10, 19), APPEND),
     ("in order after several", entry(0, (0, 9), (10, 19)), (0, 20, 20), APPEND),
     ("duplicate of the last batch", entry(0, (0, 9), (10, 19)), (0, 10, 19), ("dup", 100)),
