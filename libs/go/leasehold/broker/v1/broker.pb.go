@@ -206,13 +206,28 @@ func (x *Record) GetHeaders() []*RecordHeader {
 type PartitionProduceData struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
-	Records   []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	// Records for the leader to encode into one batch. Empty when record_batch is set.
+	Records []*Record `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
 	// The leader epoch the producer believes current (KIP-359): the leader refuses the records
 	// with FENCED_LEADER_EPOCH (it is older) or UNKNOWN_LEADER_EPOCH (newer). Absent (or -1): not
 	// checked. 0 is a real epoch, the first one of a partition.
 	CurrentLeaderEpoch *int32 `protobuf:"varint,3,opt,name=current_leader_epoch,json=currentLeaderEpoch,proto3,oneof" json:"current_leader_epoch,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// One record batch as the producer built it (the log's format: Kafka's v2 record batch
+	// with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+	// its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+	// sequence are in its header. Empty: the records field is used.
+	RecordBatch []byte `protobuf:"bytes,4,opt,name=record_batch,json=recordBatch,proto3" json:"record_batch,omitempty"`
+	// With records: the idempotent producer that sent them. Absent: not an idempotent
+	// producer's records (no deduplication). All three are set together, never with
+	// record_batch.
+	ProducerId *int64 `protobuf:"varint,5,opt,name=producer_id,json=producerId,proto3,oneof" json:"producer_id,omitempty"`
+	// The producer's epoch (0 to 32767). Absent with producer_id absent.
+	ProducerEpoch *int32 `protobuf:"varint,6,opt,name=producer_epoch,json=producerEpoch,proto3,oneof" json:"producer_epoch,omitempty"`
+	// Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+	// producer_id absent.
+	BaseSequence  *int32 `protobuf:"varint,7,opt,name=base_sequence,json=baseSequence,proto3,oneof" json:"base_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionProduceData) Reset() {
@@ -262,6 +277,34 @@ func (x *PartitionProduceData) GetRecords() []*Record {
 func (x *PartitionProduceData) GetCurrentLeaderEpoch() int32 {
 	if x != nil && x.CurrentLeaderEpoch != nil {
 		return *x.CurrentLeaderEpoch
+	}
+	return 0
+}
+
+func (x *PartitionProduceData) GetRecordBatch() []byte {
+	if x != nil {
+		return x.RecordBatch
+	}
+	return nil
+}
+
+func (x *PartitionProduceData) GetProducerId() int64 {
+	if x != nil && x.ProducerId != nil {
+		return *x.ProducerId
+	}
+	return 0
+}
+
+func (x *PartitionProduceData) GetProducerEpoch() int32 {
+	if x != nil && x.ProducerEpoch != nil {
+		return *x.ProducerEpoch
+	}
+	return 0
+}
+
+func (x *PartitionProduceData) GetBaseSequence() int32 {
+	if x != nil && x.BaseSequence != nil {
+		return *x.BaseSequence
 	}
 	return 0
 }
@@ -2142,6 +2185,113 @@ func (x *MetadataResponse) GetControllerEpoch() int32 {
 	return 0
 }
 
+type InitProducerIdRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerIdRequest) Reset() {
+	*x = InitProducerIdRequest{}
+	mi := &file_leasehold_broker_v1_broker_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerIdRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerIdRequest) ProtoMessage() {}
+
+func (x *InitProducerIdRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_leasehold_broker_v1_broker_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerIdRequest.ProtoReflect.Descriptor instead.
+func (*InitProducerIdRequest) Descriptor() ([]byte, []int) {
+	return file_leasehold_broker_v1_broker_proto_rawDescGZIP(), []int{32}
+}
+
+type InitProducerIdResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ErrorCode    v1.ErrorCode           `protobuf:"varint,1,opt,name=error_code,json=errorCode,proto3,enum=leasehold.common.v1.ErrorCode" json:"error_code,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// The producer's id; -1 with an error.
+	ProducerId int64 `protobuf:"varint,3,opt,name=producer_id,json=producerId,proto3" json:"producer_id,omitempty"`
+	// The producer's first epoch (0); the producer bumps it itself when it must restart its
+	// sequence numbers (KIP-360).
+	ProducerEpoch int32 `protobuf:"varint,4,opt,name=producer_epoch,json=producerEpoch,proto3" json:"producer_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitProducerIdResponse) Reset() {
+	*x = InitProducerIdResponse{}
+	mi := &file_leasehold_broker_v1_broker_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitProducerIdResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitProducerIdResponse) ProtoMessage() {}
+
+func (x *InitProducerIdResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_leasehold_broker_v1_broker_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitProducerIdResponse.ProtoReflect.Descriptor instead.
+func (*InitProducerIdResponse) Descriptor() ([]byte, []int) {
+	return file_leasehold_broker_v1_broker_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *InitProducerIdResponse) GetErrorCode() v1.ErrorCode {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return v1.ErrorCode(0)
+}
+
+func (x *InitProducerIdResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *InitProducerIdResponse) GetProducerId() int64 {
+	if x != nil {
+		return x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerIdResponse) GetProducerEpoch() int32 {
+	if x != nil {
+		return x.ProducerEpoch
+	}
+	return 0
+}
+
 var File_leasehold_broker_v1_broker_proto protoreflect.FileDescriptor
 
 const file_leasehold_broker_v1_broker_proto_rawDesc = "" +
@@ -2157,12 +2307,20 @@ const file_leasehold_broker_v1_broker_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\fH\x01R\x05value\x88\x01\x01\x12;\n" +
 	"\aheaders\x18\x05 \x03(\v2!.leasehold.broker.v1.RecordHeaderR\aheadersB\x06\n" +
 	"\x04_keyB\b\n" +
-	"\x06_value\"\xbb\x01\n" +
+	"\x06_value\"\x8f\x03\n" +
 	"\x14PartitionProduceData\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x125\n" +
 	"\arecords\x18\x02 \x03(\v2\x1b.leasehold.broker.v1.RecordR\arecords\x125\n" +
-	"\x14current_leader_epoch\x18\x03 \x01(\x05H\x00R\x12currentLeaderEpoch\x88\x01\x01B\x17\n" +
-	"\x15_current_leader_epoch\"s\n" +
+	"\x14current_leader_epoch\x18\x03 \x01(\x05H\x00R\x12currentLeaderEpoch\x88\x01\x01\x12!\n" +
+	"\frecord_batch\x18\x04 \x01(\fR\vrecordBatch\x12$\n" +
+	"\vproducer_id\x18\x05 \x01(\x03H\x01R\n" +
+	"producerId\x88\x01\x01\x12*\n" +
+	"\x0eproducer_epoch\x18\x06 \x01(\x05H\x02R\rproducerEpoch\x88\x01\x01\x12(\n" +
+	"\rbase_sequence\x18\a \x01(\x05H\x03R\fbaseSequence\x88\x01\x01B\x17\n" +
+	"\x15_current_leader_epochB\x0e\n" +
+	"\f_producer_idB\x11\n" +
+	"\x0f_producer_epochB\x10\n" +
+	"\x0e_base_sequence\"s\n" +
 	"\x10TopicProduceData\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12I\n" +
 	"\n" +
@@ -2343,17 +2501,26 @@ const file_leasehold_broker_v1_broker_proto_rawDesc = "" +
 	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12#\n" +
 	"\rcontroller_id\x18\x03 \x01(\x05R\fcontrollerId\x12:\n" +
 	"\x06topics\x18\x04 \x03(\v2\".leasehold.broker.v1.MetadataTopicR\x06topics\x12)\n" +
-	"\x10controller_epoch\x18\x05 \x01(\x05R\x0fcontrollerEpoch*c\n" +
+	"\x10controller_epoch\x18\x05 \x01(\x05R\x0fcontrollerEpoch\"\x17\n" +
+	"\x15InitProducerIdRequest\"\xc4\x01\n" +
+	"\x16InitProducerIdResponse\x12=\n" +
+	"\n" +
+	"error_code\x18\x01 \x01(\x0e2\x1e.leasehold.common.v1.ErrorCodeR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12\x1f\n" +
+	"\vproducer_id\x18\x03 \x01(\x03R\n" +
+	"producerId\x12%\n" +
+	"\x0eproducer_epoch\x18\x04 \x01(\x05R\rproducerEpoch*c\n" +
 	"\fRecordFormat\x12\x1d\n" +
 	"\x19RECORD_FORMAT_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15RECORD_FORMAT_BATCHES\x10\x01\x12\x19\n" +
-	"\x15RECORD_FORMAT_RECORDS\x10\x022\xf0\x03\n" +
+	"\x15RECORD_FORMAT_RECORDS\x10\x022\xdb\x04\n" +
 	"\rBrokerService\x12T\n" +
 	"\aProduce\x12#.leasehold.broker.v1.ProduceRequest\x1a$.leasehold.broker.v1.ProduceResponse\x12N\n" +
 	"\x05Fetch\x12!.leasehold.broker.v1.FetchRequest\x1a\".leasehold.broker.v1.FetchResponse\x12`\n" +
 	"\vListOffsets\x12'.leasehold.broker.v1.ListOffsetsRequest\x1a(.leasehold.broker.v1.ListOffsetsResponse\x12~\n" +
 	"\x15OffsetsForLeaderEpoch\x121.leasehold.broker.v1.OffsetsForLeaderEpochRequest\x1a2.leasehold.broker.v1.OffsetsForLeaderEpochResponse\x12W\n" +
-	"\bMetadata\x12$.leasehold.broker.v1.MetadataRequest\x1a%.leasehold.broker.v1.MetadataResponseB\xab\x01B\vBrokerProtoP\x01Z.leasehold/libs/go/leasehold/broker/v1;brokerv1\xa2\x02\x03LBX\xaa\x02\x13Leasehold.Broker.V1\xca\x02\x13Leasehold\\Broker\\V1\xe2\x02\x1fLeasehold\\Broker\\V1\\GPBMetadata\xea\x02\x15Leasehold::Broker::V1b\x06proto3"
+	"\bMetadata\x12$.leasehold.broker.v1.MetadataRequest\x1a%.leasehold.broker.v1.MetadataResponse\x12i\n" +
+	"\x0eInitProducerId\x12*.leasehold.broker.v1.InitProducerIdRequest\x1a+.leasehold.broker.v1.InitProducerIdResponseB\xab\x01B\vBrokerProtoP\x01Z.leasehold/libs/go/leasehold/broker/v1;brokerv1\xa2\x02\x03LBX\xaa\x02\x13Leasehold.Broker.V1\xca\x02\x13Leasehold\\Broker\\V1\xe2\x02\x1fLeasehold\\Broker\\V1\\GPBMetadata\xea\x02\x15Leasehold::Broker::V1b\x06proto3"
 
 var (
 	file_leasehold_broker_v1_broker_proto_rawDescOnce sync.Once
@@ -2368,7 +2535,7 @@ func file_leasehold_broker_v1_broker_proto_rawDescGZIP() []byte {
 }
 
 var file_leasehold_broker_v1_broker_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_leasehold_broker_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_leasehold_broker_v1_broker_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_leasehold_broker_v1_broker_proto_goTypes = []any{
 	(RecordFormat)(0),                     // 0: leasehold.broker.v1.RecordFormat
 	(*RecordHeader)(nil),                  // 1: leasehold.broker.v1.RecordHeader
@@ -2403,61 +2570,66 @@ var file_leasehold_broker_v1_broker_proto_goTypes = []any{
 	(*MetadataPartition)(nil),             // 30: leasehold.broker.v1.MetadataPartition
 	(*MetadataTopic)(nil),                 // 31: leasehold.broker.v1.MetadataTopic
 	(*MetadataResponse)(nil),              // 32: leasehold.broker.v1.MetadataResponse
-	(v1.ErrorCode)(0),                     // 33: leasehold.common.v1.ErrorCode
-	(*v1.LeaderIdAndEpoch)(nil),           // 34: leasehold.common.v1.LeaderIdAndEpoch
-	(*v1.BrokerEndpoint)(nil),             // 35: leasehold.common.v1.BrokerEndpoint
+	(*InitProducerIdRequest)(nil),         // 33: leasehold.broker.v1.InitProducerIdRequest
+	(*InitProducerIdResponse)(nil),        // 34: leasehold.broker.v1.InitProducerIdResponse
+	(v1.ErrorCode)(0),                     // 35: leasehold.common.v1.ErrorCode
+	(*v1.LeaderIdAndEpoch)(nil),           // 36: leasehold.common.v1.LeaderIdAndEpoch
+	(*v1.BrokerEndpoint)(nil),             // 37: leasehold.common.v1.BrokerEndpoint
 }
 var file_leasehold_broker_v1_broker_proto_depIdxs = []int32{
 	1,  // 0: leasehold.broker.v1.Record.headers:type_name -> leasehold.broker.v1.RecordHeader
 	2,  // 1: leasehold.broker.v1.PartitionProduceData.records:type_name -> leasehold.broker.v1.Record
 	3,  // 2: leasehold.broker.v1.TopicProduceData.partitions:type_name -> leasehold.broker.v1.PartitionProduceData
 	4,  // 3: leasehold.broker.v1.ProduceRequest.topics:type_name -> leasehold.broker.v1.TopicProduceData
-	33, // 4: leasehold.broker.v1.PartitionProduceResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
-	34, // 5: leasehold.broker.v1.PartitionProduceResponse.current_leader:type_name -> leasehold.common.v1.LeaderIdAndEpoch
+	35, // 4: leasehold.broker.v1.PartitionProduceResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
+	36, // 5: leasehold.broker.v1.PartitionProduceResponse.current_leader:type_name -> leasehold.common.v1.LeaderIdAndEpoch
 	6,  // 6: leasehold.broker.v1.TopicProduceResponse.partitions:type_name -> leasehold.broker.v1.PartitionProduceResponse
 	7,  // 7: leasehold.broker.v1.ProduceResponse.topics:type_name -> leasehold.broker.v1.TopicProduceResponse
-	35, // 8: leasehold.broker.v1.ProduceResponse.node_endpoints:type_name -> leasehold.common.v1.BrokerEndpoint
+	37, // 8: leasehold.broker.v1.ProduceResponse.node_endpoints:type_name -> leasehold.common.v1.BrokerEndpoint
 	9,  // 9: leasehold.broker.v1.FetchTopic.partitions:type_name -> leasehold.broker.v1.FetchPartition
 	10, // 10: leasehold.broker.v1.FetchRequest.topics:type_name -> leasehold.broker.v1.FetchTopic
 	0,  // 11: leasehold.broker.v1.FetchRequest.record_format:type_name -> leasehold.broker.v1.RecordFormat
 	12, // 12: leasehold.broker.v1.FetchRequest.forgotten_topics:type_name -> leasehold.broker.v1.ForgottenTopic
-	33, // 13: leasehold.broker.v1.FetchPartitionResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
+	35, // 13: leasehold.broker.v1.FetchPartitionResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
 	13, // 14: leasehold.broker.v1.FetchPartitionResponse.diverging_epoch:type_name -> leasehold.broker.v1.EpochEndOffset
-	34, // 15: leasehold.broker.v1.FetchPartitionResponse.current_leader:type_name -> leasehold.common.v1.LeaderIdAndEpoch
+	36, // 15: leasehold.broker.v1.FetchPartitionResponse.current_leader:type_name -> leasehold.common.v1.LeaderIdAndEpoch
 	2,  // 16: leasehold.broker.v1.FetchPartitionResponse.decoded_records:type_name -> leasehold.broker.v1.Record
 	14, // 17: leasehold.broker.v1.FetchTopicResponse.partitions:type_name -> leasehold.broker.v1.FetchPartitionResponse
-	33, // 18: leasehold.broker.v1.FetchResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
+	35, // 18: leasehold.broker.v1.FetchResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
 	15, // 19: leasehold.broker.v1.FetchResponse.topics:type_name -> leasehold.broker.v1.FetchTopicResponse
 	17, // 20: leasehold.broker.v1.ListOffsetsTopic.partitions:type_name -> leasehold.broker.v1.ListOffsetsPartition
 	18, // 21: leasehold.broker.v1.ListOffsetsRequest.topics:type_name -> leasehold.broker.v1.ListOffsetsTopic
-	33, // 22: leasehold.broker.v1.ListOffsetsPartitionResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
+	35, // 22: leasehold.broker.v1.ListOffsetsPartitionResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
 	20, // 23: leasehold.broker.v1.ListOffsetsTopicResponse.partitions:type_name -> leasehold.broker.v1.ListOffsetsPartitionResponse
 	21, // 24: leasehold.broker.v1.ListOffsetsResponse.topics:type_name -> leasehold.broker.v1.ListOffsetsTopicResponse
 	23, // 25: leasehold.broker.v1.OffsetForLeaderTopic.partitions:type_name -> leasehold.broker.v1.OffsetForLeaderPartition
 	24, // 26: leasehold.broker.v1.OffsetsForLeaderEpochRequest.topics:type_name -> leasehold.broker.v1.OffsetForLeaderTopic
-	33, // 27: leasehold.broker.v1.EpochEndOffsetResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
+	35, // 27: leasehold.broker.v1.EpochEndOffsetResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
 	26, // 28: leasehold.broker.v1.OffsetForLeaderTopicResponse.partitions:type_name -> leasehold.broker.v1.EpochEndOffsetResponse
 	27, // 29: leasehold.broker.v1.OffsetsForLeaderEpochResponse.topics:type_name -> leasehold.broker.v1.OffsetForLeaderTopicResponse
-	33, // 30: leasehold.broker.v1.MetadataPartition.error_code:type_name -> leasehold.common.v1.ErrorCode
-	33, // 31: leasehold.broker.v1.MetadataTopic.error_code:type_name -> leasehold.common.v1.ErrorCode
+	35, // 30: leasehold.broker.v1.MetadataPartition.error_code:type_name -> leasehold.common.v1.ErrorCode
+	35, // 31: leasehold.broker.v1.MetadataTopic.error_code:type_name -> leasehold.common.v1.ErrorCode
 	30, // 32: leasehold.broker.v1.MetadataTopic.partitions:type_name -> leasehold.broker.v1.MetadataPartition
-	35, // 33: leasehold.broker.v1.MetadataResponse.brokers:type_name -> leasehold.common.v1.BrokerEndpoint
+	37, // 33: leasehold.broker.v1.MetadataResponse.brokers:type_name -> leasehold.common.v1.BrokerEndpoint
 	31, // 34: leasehold.broker.v1.MetadataResponse.topics:type_name -> leasehold.broker.v1.MetadataTopic
-	5,  // 35: leasehold.broker.v1.BrokerService.Produce:input_type -> leasehold.broker.v1.ProduceRequest
-	11, // 36: leasehold.broker.v1.BrokerService.Fetch:input_type -> leasehold.broker.v1.FetchRequest
-	19, // 37: leasehold.broker.v1.BrokerService.ListOffsets:input_type -> leasehold.broker.v1.ListOffsetsRequest
-	25, // 38: leasehold.broker.v1.BrokerService.OffsetsForLeaderEpoch:input_type -> leasehold.broker.v1.OffsetsForLeaderEpochRequest
-	29, // 39: leasehold.broker.v1.BrokerService.Metadata:input_type -> leasehold.broker.v1.MetadataRequest
-	8,  // 40: leasehold.broker.v1.BrokerService.Produce:output_type -> leasehold.broker.v1.ProduceResponse
-	16, // 41: leasehold.broker.v1.BrokerService.Fetch:output_type -> leasehold.broker.v1.FetchResponse
-	22, // 42: leasehold.broker.v1.BrokerService.ListOffsets:output_type -> leasehold.broker.v1.ListOffsetsResponse
-	28, // 43: leasehold.broker.v1.BrokerService.OffsetsForLeaderEpoch:output_type -> leasehold.broker.v1.OffsetsForLeaderEpochResponse
-	32, // 44: leasehold.broker.v1.BrokerService.Metadata:output_type -> leasehold.broker.v1.MetadataResponse
-	40, // [40:45] is the sub-list for method output_type
-	35, // [35:40] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	35, // 35: leasehold.broker.v1.InitProducerIdResponse.error_code:type_name -> leasehold.common.v1.ErrorCode
+	5,  // 36: leasehold.broker.v1.BrokerService.Produce:input_type -> leasehold.broker.v1.ProduceRequest
+	11, // 37: leasehold.broker.v1.BrokerService.Fetch:input_type -> leasehold.broker.v1.FetchRequest
+	19, // 38: leasehold.broker.v1.BrokerService.ListOffsets:input_type -> leasehold.broker.v1.ListOffsetsRequest
+	25, // 39: leasehold.broker.v1.BrokerService.OffsetsForLeaderEpoch:input_type -> leasehold.broker.v1.OffsetsForLeaderEpochRequest
+	29, // 40: leasehold.broker.v1.BrokerService.Metadata:input_type -> leasehold.broker.v1.MetadataRequest
+	33, // 41: leasehold.broker.v1.BrokerService.InitProducerId:input_type -> leasehold.broker.v1.InitProducerIdRequest
+	8,  // 42: leasehold.broker.v1.BrokerService.Produce:output_type -> leasehold.broker.v1.ProduceResponse
+	16, // 43: leasehold.broker.v1.BrokerService.Fetch:output_type -> leasehold.broker.v1.FetchResponse
+	22, // 44: leasehold.broker.v1.BrokerService.ListOffsets:output_type -> leasehold.broker.v1.ListOffsetsResponse
+	28, // 45: leasehold.broker.v1.BrokerService.OffsetsForLeaderEpoch:output_type -> leasehold.broker.v1.OffsetsForLeaderEpochResponse
+	32, // 46: leasehold.broker.v1.BrokerService.Metadata:output_type -> leasehold.broker.v1.MetadataResponse
+	34, // 47: leasehold.broker.v1.BrokerService.InitProducerId:output_type -> leasehold.broker.v1.InitProducerIdResponse
+	42, // [42:48] is the sub-list for method output_type
+	36, // [36:42] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_leasehold_broker_v1_broker_proto_init() }
@@ -2480,7 +2652,7 @@ func file_leasehold_broker_v1_broker_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_leasehold_broker_v1_broker_proto_rawDesc), len(file_leasehold_broker_v1_broker_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

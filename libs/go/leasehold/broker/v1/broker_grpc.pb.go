@@ -24,6 +24,7 @@ const (
 	BrokerService_ListOffsets_FullMethodName           = "/leasehold.broker.v1.BrokerService/ListOffsets"
 	BrokerService_OffsetsForLeaderEpoch_FullMethodName = "/leasehold.broker.v1.BrokerService/OffsetsForLeaderEpoch"
 	BrokerService_Metadata_FullMethodName              = "/leasehold.broker.v1.BrokerService/Metadata"
+	BrokerService_InitProducerId_FullMethodName        = "/leasehold.broker.v1.BrokerService/InitProducerId"
 )
 
 // BrokerServiceClient is the client API for BrokerService service.
@@ -38,6 +39,8 @@ type BrokerServiceClient interface {
 	ListOffsets(ctx context.Context, in *ListOffsetsRequest, opts ...grpc.CallOption) (*ListOffsetsResponse, error)
 	OffsetsForLeaderEpoch(ctx context.Context, in *OffsetsForLeaderEpochRequest, opts ...grpc.CallOption) (*OffsetsForLeaderEpochResponse, error)
 	Metadata(ctx context.Context, in *MetadataRequest, opts ...grpc.CallOption) (*MetadataResponse, error)
+	// A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+	InitProducerId(ctx context.Context, in *InitProducerIdRequest, opts ...grpc.CallOption) (*InitProducerIdResponse, error)
 }
 
 type brokerServiceClient struct {
@@ -98,6 +101,16 @@ func (c *brokerServiceClient) Metadata(ctx context.Context, in *MetadataRequest,
 	return out, nil
 }
 
+func (c *brokerServiceClient) InitProducerId(ctx context.Context, in *InitProducerIdRequest, opts ...grpc.CallOption) (*InitProducerIdResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InitProducerIdResponse)
+	err := c.cc.Invoke(ctx, BrokerService_InitProducerId_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BrokerServiceServer is the server API for BrokerService service.
 // All implementations must embed UnimplementedBrokerServiceServer
 // for forward compatibility.
@@ -110,6 +123,8 @@ type BrokerServiceServer interface {
 	ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error)
 	OffsetsForLeaderEpoch(context.Context, *OffsetsForLeaderEpochRequest) (*OffsetsForLeaderEpochResponse, error)
 	Metadata(context.Context, *MetadataRequest) (*MetadataResponse, error)
+	// A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+	InitProducerId(context.Context, *InitProducerIdRequest) (*InitProducerIdResponse, error)
 	mustEmbedUnimplementedBrokerServiceServer()
 }
 
@@ -134,6 +149,9 @@ func (UnimplementedBrokerServiceServer) OffsetsForLeaderEpoch(context.Context, *
 }
 func (UnimplementedBrokerServiceServer) Metadata(context.Context, *MetadataRequest) (*MetadataResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Metadata not implemented")
+}
+func (UnimplementedBrokerServiceServer) InitProducerId(context.Context, *InitProducerIdRequest) (*InitProducerIdResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InitProducerId not implemented")
 }
 func (UnimplementedBrokerServiceServer) mustEmbedUnimplementedBrokerServiceServer() {}
 func (UnimplementedBrokerServiceServer) testEmbeddedByValue()                       {}
@@ -246,6 +264,24 @@ func _BrokerService_Metadata_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BrokerService_InitProducerId_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InitProducerIdRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BrokerServiceServer).InitProducerId(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BrokerService_InitProducerId_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BrokerServiceServer).InitProducerId(ctx, req.(*InitProducerIdRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // BrokerService_ServiceDesc is the grpc.ServiceDesc for BrokerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -272,6 +308,10 @@ var BrokerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Metadata",
 			Handler:    _BrokerService_Metadata_Handler,
+		},
+		{
+			MethodName: "InitProducerId",
+			Handler:    _BrokerService_InitProducerId_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

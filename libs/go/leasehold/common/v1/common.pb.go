@@ -57,24 +57,31 @@ const (
 	ErrorCode_ERROR_CODE_NOT_CONTROLLER                   ErrorCode = 41
 	ErrorCode_ERROR_CODE_INVALID_REQUEST                  ErrorCode = 42
 	ErrorCode_ERROR_CODE_POLICY_VIOLATION                 ErrorCode = 44
-	ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR              ErrorCode = 56
-	ErrorCode_ERROR_CODE_REASSIGNMENT_IN_PROGRESS         ErrorCode = 60
-	ErrorCode_ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND       ErrorCode = 70
-	ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH      ErrorCode = 71
-	ErrorCode_ERROR_CODE_TOPIC_DELETION_DISABLED          ErrorCode = 73
-	ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH              ErrorCode = 74
-	ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH             ErrorCode = 75
-	ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH               ErrorCode = 77
-	ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE   ErrorCode = 80
-	ErrorCode_ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE   ErrorCode = 83
-	ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED              ErrorCode = 84
-	ErrorCode_ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS      ErrorCode = 85
-	ErrorCode_ERROR_CODE_INVALID_RECORD                   ErrorCode = 87
-	ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION           ErrorCode = 95
-	ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_ID                 ErrorCode = 100
-	ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID            ErrorCode = 103
-	ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA               ErrorCode = 107
-	ErrorCode_ERROR_CODE_NEW_LEADER_ELECTED               ErrorCode = 108
+	// An idempotent producer's batch whose first sequence does not follow its last one.
+	ErrorCode_ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER ErrorCode = 45
+	// An idempotent producer's batch under an epoch older than the partition has seen.
+	ErrorCode_ERROR_CODE_INVALID_PRODUCER_EPOCH ErrorCode = 47
+	ErrorCode_ERROR_CODE_KAFKA_STORAGE_ERROR    ErrorCode = 56
+	// An idempotent producer's batch not at sequence 0 for a producer the partition holds no
+	// state of (never seen, or its batches are gone): the producer restarts its sequences.
+	ErrorCode_ERROR_CODE_UNKNOWN_PRODUCER_ID            ErrorCode = 59
+	ErrorCode_ERROR_CODE_REASSIGNMENT_IN_PROGRESS       ErrorCode = 60
+	ErrorCode_ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND     ErrorCode = 70
+	ErrorCode_ERROR_CODE_INVALID_FETCH_SESSION_EPOCH    ErrorCode = 71
+	ErrorCode_ERROR_CODE_TOPIC_DELETION_DISABLED        ErrorCode = 73
+	ErrorCode_ERROR_CODE_FENCED_LEADER_EPOCH            ErrorCode = 74
+	ErrorCode_ERROR_CODE_UNKNOWN_LEADER_EPOCH           ErrorCode = 75
+	ErrorCode_ERROR_CODE_STALE_BROKER_EPOCH             ErrorCode = 77
+	ErrorCode_ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE ErrorCode = 80
+	ErrorCode_ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE ErrorCode = 83
+	ErrorCode_ERROR_CODE_ELECTION_NOT_NEEDED            ErrorCode = 84
+	ErrorCode_ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS    ErrorCode = 85
+	ErrorCode_ERROR_CODE_INVALID_RECORD                 ErrorCode = 87
+	ErrorCode_ERROR_CODE_INVALID_UPDATE_VERSION         ErrorCode = 95
+	ErrorCode_ERROR_CODE_UNKNOWN_TOPIC_ID               ErrorCode = 100
+	ErrorCode_ERROR_CODE_INCONSISTENT_TOPIC_ID          ErrorCode = 103
+	ErrorCode_ERROR_CODE_INELIGIBLE_REPLICA             ErrorCode = 107
+	ErrorCode_ERROR_CODE_NEW_LEADER_ELECTED             ErrorCode = 108
 	// Leasehold-specific: the topic is queued for deletion; nothing else may change it.
 	ErrorCode_ERROR_CODE_TOPIC_DELETION_IN_PROGRESS ErrorCode = 1001
 	// Leasehold-specific: the broker is shutting down and refuses new leadership.
@@ -115,7 +122,10 @@ var (
 		41:   "ERROR_CODE_NOT_CONTROLLER",
 		42:   "ERROR_CODE_INVALID_REQUEST",
 		44:   "ERROR_CODE_POLICY_VIOLATION",
+		45:   "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER",
+		47:   "ERROR_CODE_INVALID_PRODUCER_EPOCH",
 		56:   "ERROR_CODE_KAFKA_STORAGE_ERROR",
+		59:   "ERROR_CODE_UNKNOWN_PRODUCER_ID",
 		60:   "ERROR_CODE_REASSIGNMENT_IN_PROGRESS",
 		70:   "ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND",
 		71:   "ERROR_CODE_INVALID_FETCH_SESSION_EPOCH",
@@ -165,7 +175,10 @@ var (
 		"ERROR_CODE_NOT_CONTROLLER":                   41,
 		"ERROR_CODE_INVALID_REQUEST":                  42,
 		"ERROR_CODE_POLICY_VIOLATION":                 44,
+		"ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER":     45,
+		"ERROR_CODE_INVALID_PRODUCER_EPOCH":           47,
 		"ERROR_CODE_KAFKA_STORAGE_ERROR":              56,
+		"ERROR_CODE_UNKNOWN_PRODUCER_ID":              59,
 		"ERROR_CODE_REASSIGNMENT_IN_PROGRESS":         60,
 		"ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND":       70,
 		"ERROR_CODE_INVALID_FETCH_SESSION_EPOCH":      71,
@@ -582,7 +595,7 @@ const file_leasehold_common_v1_common_proto_rawDesc = "" +
 	"\x04rack\x18\x04 \x01(\tR\x04rack\"R\n" +
 	"\x10LeaderIdAndEpoch\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\x05R\bleaderId\x12!\n" +
-	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch*\xa1\x0e\n" +
+	"\fleader_epoch\x18\x02 \x01(\x05R\vleaderEpoch*\x99\x0f\n" +
 	"\tErrorCode\x12\x13\n" +
 	"\x0fERROR_CODE_NONE\x10\x00\x12,\n" +
 	"\x1fERROR_CODE_UNKNOWN_SERVER_ERROR\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x12\"\n" +
@@ -610,8 +623,11 @@ const file_leasehold_common_v1_common_proto_rawDesc = "" +
 	"\x19ERROR_CODE_INVALID_CONFIG\x10(\x12\x1d\n" +
 	"\x19ERROR_CODE_NOT_CONTROLLER\x10)\x12\x1e\n" +
 	"\x1aERROR_CODE_INVALID_REQUEST\x10*\x12\x1f\n" +
-	"\x1bERROR_CODE_POLICY_VIOLATION\x10,\x12\"\n" +
-	"\x1eERROR_CODE_KAFKA_STORAGE_ERROR\x108\x12'\n" +
+	"\x1bERROR_CODE_POLICY_VIOLATION\x10,\x12+\n" +
+	"'ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER\x10-\x12%\n" +
+	"!ERROR_CODE_INVALID_PRODUCER_EPOCH\x10/\x12\"\n" +
+	"\x1eERROR_CODE_KAFKA_STORAGE_ERROR\x108\x12\"\n" +
+	"\x1eERROR_CODE_UNKNOWN_PRODUCER_ID\x10;\x12'\n" +
 	"#ERROR_CODE_REASSIGNMENT_IN_PROGRESS\x10<\x12)\n" +
 	"%ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND\x10F\x12*\n" +
 	"&ERROR_CODE_INVALID_FETCH_SESSION_EPOCH\x10G\x12&\n" +

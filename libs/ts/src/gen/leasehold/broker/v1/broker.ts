@@ -88,13 +88,40 @@ export interface Record {
 
 export interface PartitionProduceData {
   partition: number;
+  /** Records for the leader to encode into one batch. Empty when record_batch is set. */
   records: Record[];
   /**
    * The leader epoch the producer believes current (KIP-359): the leader refuses the records
    * with FENCED_LEADER_EPOCH (it is older) or UNKNOWN_LEADER_EPOCH (newer). Absent (or -1): not
    * checked. 0 is a real epoch, the first one of a partition.
    */
-  currentLeaderEpoch?: number | undefined;
+  currentLeaderEpoch?:
+    | number
+    | undefined;
+  /**
+   * One record batch as the producer built it (the log's format: Kafka's v2 record batch
+   * with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+   * its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+   * sequence are in its header. Empty: the records field is used.
+   */
+  recordBatch: Buffer;
+  /**
+   * With records: the idempotent producer that sent them. Absent: not an idempotent
+   * producer's records (no deduplication). All three are set together, never with
+   * record_batch.
+   */
+  producerId?:
+    | number
+    | undefined;
+  /** The producer's epoch (0 to 32767). Absent with producer_id absent. */
+  producerEpoch?:
+    | number
+    | undefined;
+  /**
+   * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+   * producer_id absent.
+   */
+  baseSequence?: number | undefined;
 }
 
 export interface TopicProduceData {
@@ -346,6 +373,21 @@ export interface MetadataResponse {
   controllerEpoch: number;
 }
 
+export interface InitProducerIdRequest {
+}
+
+export interface InitProducerIdResponse {
+  errorCode: ErrorCode;
+  errorMessage: string;
+  /** The producer's id; -1 with an error. */
+  producerId: number;
+  /**
+   * The producer's first epoch (0); the producer bumps it itself when it must restart its
+   * sequence numbers (KIP-360).
+   */
+  producerEpoch: number;
+}
+
 function createBaseRecordHeader(): RecordHeader {
   return { key: "", value: Buffer.alloc(0) };
 }
@@ -571,7 +613,15 @@ export const Record: MessageFns<Record> = {
 };
 
 function createBasePartitionProduceData(): PartitionProduceData {
-  return { partition: 0, records: [], currentLeaderEpoch: undefined };
+  return {
+    partition: 0,
+    records: [],
+    currentLeaderEpoch: undefined,
+    recordBatch: Buffer.alloc(0),
+    producerId: undefined,
+    producerEpoch: undefined,
+    baseSequence: undefined,
+  };
 }
 
 export const PartitionProduceData: MessageFns<PartitionProduceData> = {
@@ -584,6 +634,18 @@ export const PartitionProduceData: MessageFns<PartitionProduceData> = {
     }
     if (message.currentLeaderEpoch !== undefined) {
       writer.uint32(24).int32(message.currentLeaderEpoch);
+    }
+    if (message.recordBatch.length !== 0) {
+      writer.uint32(34).bytes(message.recordBatch);
+    }
+    if (message.producerId !== undefined) {
+      writer.uint32(40).int64(message.producerId);
+    }
+    if (message.producerEpoch !== undefined) {
+      writer.uint32(48).int32(message.producerEpoch);
+    }
+    if (message.baseSequence !== undefined) {
+      writer.uint32(56).int32(message.baseSequence);
     }
     return writer;
   },
@@ -625,6 +687,38 @@ export const PartitionProduceData: MessageFns<PartitionProduceData> = {
             message.currentLeaderEpoch = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.recordBatch = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.producerId = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.producerEpoch = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.baseSequence = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -646,6 +740,26 @@ export const PartitionProduceData: MessageFns<PartitionProduceData> = {
         : isSet(object.current_leader_epoch)
         ? globalThis.Number(object.current_leader_epoch)
         : undefined,
+      recordBatch: isSet(object.recordBatch)
+        ? Buffer.from(bytesFromBase64(object.recordBatch))
+        : isSet(object.record_batch)
+        ? Buffer.from(bytesFromBase64(object.record_batch))
+        : Buffer.alloc(0),
+      producerId: isSet(object.producerId)
+        ? globalThis.Number(object.producerId)
+        : isSet(object.producer_id)
+        ? globalThis.Number(object.producer_id)
+        : undefined,
+      producerEpoch: isSet(object.producerEpoch)
+        ? globalThis.Number(object.producerEpoch)
+        : isSet(object.producer_epoch)
+        ? globalThis.Number(object.producer_epoch)
+        : undefined,
+      baseSequence: isSet(object.baseSequence)
+        ? globalThis.Number(object.baseSequence)
+        : isSet(object.base_sequence)
+        ? globalThis.Number(object.base_sequence)
+        : undefined,
     };
   },
 
@@ -660,6 +774,18 @@ export const PartitionProduceData: MessageFns<PartitionProduceData> = {
     if (message.currentLeaderEpoch !== undefined) {
       obj.currentLeaderEpoch = Math.round(message.currentLeaderEpoch);
     }
+    if (message.recordBatch.length !== 0) {
+      obj.recordBatch = base64FromBytes(message.recordBatch);
+    }
+    if (message.producerId !== undefined) {
+      obj.producerId = Math.round(message.producerId);
+    }
+    if (message.producerEpoch !== undefined) {
+      obj.producerEpoch = Math.round(message.producerEpoch);
+    }
+    if (message.baseSequence !== undefined) {
+      obj.baseSequence = Math.round(message.baseSequence);
+    }
     return obj;
   },
 
@@ -671,6 +797,10 @@ export const PartitionProduceData: MessageFns<PartitionProduceData> = {
     message.partition = object.partition ?? 0;
     message.records = object.records?.map((e) => Record.fromPartial(e)) || [];
     message.currentLeaderEpoch = object.currentLeaderEpoch ?? undefined;
+    message.recordBatch = object.recordBatch ?? Buffer.alloc(0);
+    message.producerId = object.producerId ?? undefined;
+    message.producerEpoch = object.producerEpoch ?? undefined;
+    message.baseSequence = object.baseSequence ?? undefined;
     return message;
   },
 };
@@ -4159,6 +4289,191 @@ export const MetadataResponse: MessageFns<MetadataResponse> = {
   },
 };
 
+function createBaseInitProducerIdRequest(): InitProducerIdRequest {
+  return {};
+}
+
+export const InitProducerIdRequest: MessageFns<InitProducerIdRequest> = {
+  encode(_: InitProducerIdRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InitProducerIdRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInitProducerIdRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): InitProducerIdRequest {
+    return {};
+  },
+
+  toJSON(_: InitProducerIdRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InitProducerIdRequest>, I>>(base?: I): InitProducerIdRequest {
+    return InitProducerIdRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InitProducerIdRequest>, I>>(_: I): InitProducerIdRequest {
+    const message = createBaseInitProducerIdRequest();
+    return message;
+  },
+};
+
+function createBaseInitProducerIdResponse(): InitProducerIdResponse {
+  return { errorCode: 0, errorMessage: "", producerId: 0, producerEpoch: 0 };
+}
+
+export const InitProducerIdResponse: MessageFns<InitProducerIdResponse> = {
+  encode(message: InitProducerIdResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.errorCode !== 0) {
+      writer.uint32(8).int32(message.errorCode);
+    }
+    if (message.errorMessage !== "") {
+      writer.uint32(18).string(message.errorMessage);
+    }
+    if (message.producerId !== 0) {
+      writer.uint32(24).int64(message.producerId);
+    }
+    if (message.producerEpoch !== 0) {
+      writer.uint32(32).int32(message.producerEpoch);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InitProducerIdResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInitProducerIdResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.errorCode = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.errorMessage = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.producerId = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.producerEpoch = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InitProducerIdResponse {
+    return {
+      errorCode: isSet(object.errorCode)
+        ? errorCodeFromJSON(object.errorCode)
+        : isSet(object.error_code)
+        ? errorCodeFromJSON(object.error_code)
+        : 0,
+      errorMessage: isSet(object.errorMessage)
+        ? globalThis.String(object.errorMessage)
+        : isSet(object.error_message)
+        ? globalThis.String(object.error_message)
+        : "",
+      producerId: isSet(object.producerId)
+        ? globalThis.Number(object.producerId)
+        : isSet(object.producer_id)
+        ? globalThis.Number(object.producer_id)
+        : 0,
+      producerEpoch: isSet(object.producerEpoch)
+        ? globalThis.Number(object.producerEpoch)
+        : isSet(object.producer_epoch)
+        ? globalThis.Number(object.producer_epoch)
+        : 0,
+    };
+  },
+
+  toJSON(message: InitProducerIdResponse): unknown {
+    const obj: any = {};
+    if (message.errorCode !== 0) {
+      obj.errorCode = errorCodeToJSON(message.errorCode);
+    }
+    if (message.errorMessage !== "") {
+      obj.errorMessage = message.errorMessage;
+    }
+    if (message.producerId !== 0) {
+      obj.producerId = Math.round(message.producerId);
+    }
+    if (message.producerEpoch !== 0) {
+      obj.producerEpoch = Math.round(message.producerEpoch);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InitProducerIdResponse>, I>>(base?: I): InitProducerIdResponse {
+    return InitProducerIdResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InitProducerIdResponse>, I>>(object: I): InitProducerIdResponse {
+    const message = createBaseInitProducerIdResponse();
+    message.errorCode = object.errorCode ?? 0;
+    message.errorMessage = object.errorMessage ?? "";
+    message.producerId = object.producerId ?? 0;
+    message.producerEpoch = object.producerEpoch ?? 0;
+    return message;
+  },
+};
+
 /**
  * BrokerService is called by clients (produce, consume, metadata) and by
  * follower replicas (fetch, offsets for leader epoch).
@@ -4212,6 +4527,18 @@ export const BrokerServiceService = {
     responseSerialize: (value: MetadataResponse): Buffer => Buffer.from(MetadataResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): MetadataResponse => MetadataResponse.decode(value),
   },
+  /** A producer id for an idempotent producer (Kafka's InitProducerId without transactions). */
+  initProducerId: {
+    path: "/leasehold.broker.v1.BrokerService/InitProducerId" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: InitProducerIdRequest): Buffer =>
+      Buffer.from(InitProducerIdRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): InitProducerIdRequest => InitProducerIdRequest.decode(value),
+    responseSerialize: (value: InitProducerIdResponse): Buffer =>
+      Buffer.from(InitProducerIdResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): InitProducerIdResponse => InitProducerIdResponse.decode(value),
+  },
 } as const;
 
 export interface BrokerServiceServer extends UntypedServiceImplementation {
@@ -4220,6 +4547,8 @@ export interface BrokerServiceServer extends UntypedServiceImplementation {
   listOffsets: handleUnaryCall<ListOffsetsRequest, ListOffsetsResponse>;
   offsetsForLeaderEpoch: handleUnaryCall<OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse>;
   metadata: handleUnaryCall<MetadataRequest, MetadataResponse>;
+  /** A producer id for an idempotent producer (Kafka's InitProducerId without transactions). */
+  initProducerId: handleUnaryCall<InitProducerIdRequest, InitProducerIdResponse>;
 }
 
 export interface BrokerServiceClient extends Client {
@@ -4297,6 +4626,22 @@ export interface BrokerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: MetadataResponse) => void,
+  ): ClientUnaryCall;
+  /** A producer id for an idempotent producer (Kafka's InitProducerId without transactions). */
+  initProducerId(
+    request: InitProducerIdRequest,
+    callback: (error: ServiceError | null, response: InitProducerIdResponse) => void,
+  ): ClientUnaryCall;
+  initProducerId(
+    request: InitProducerIdRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: InitProducerIdResponse) => void,
+  ): ClientUnaryCall;
+  initProducerId(
+    request: InitProducerIdRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: InitProducerIdResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -49,7 +49,16 @@ export enum ErrorCode {
   ERROR_CODE_NOT_CONTROLLER = 41,
   ERROR_CODE_INVALID_REQUEST = 42,
   ERROR_CODE_POLICY_VIOLATION = 44,
+  /** ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER - An idempotent producer's batch whose first sequence does not follow its last one. */
+  ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER = 45,
+  /** ERROR_CODE_INVALID_PRODUCER_EPOCH - An idempotent producer's batch under an epoch older than the partition has seen. */
+  ERROR_CODE_INVALID_PRODUCER_EPOCH = 47,
   ERROR_CODE_KAFKA_STORAGE_ERROR = 56,
+  /**
+   * ERROR_CODE_UNKNOWN_PRODUCER_ID - An idempotent producer's batch not at sequence 0 for a producer the partition holds no
+   * state of (never seen, or its batches are gone): the producer restarts its sequences.
+   */
+  ERROR_CODE_UNKNOWN_PRODUCER_ID = 59,
   ERROR_CODE_REASSIGNMENT_IN_PROGRESS = 60,
   ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND = 70,
   ERROR_CODE_INVALID_FETCH_SESSION_EPOCH = 71,
@@ -160,9 +169,18 @@ export function errorCodeFromJSON(object: any): ErrorCode {
     case 44:
     case "ERROR_CODE_POLICY_VIOLATION":
       return ErrorCode.ERROR_CODE_POLICY_VIOLATION;
+    case 45:
+    case "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER":
+      return ErrorCode.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER;
+    case 47:
+    case "ERROR_CODE_INVALID_PRODUCER_EPOCH":
+      return ErrorCode.ERROR_CODE_INVALID_PRODUCER_EPOCH;
     case 56:
     case "ERROR_CODE_KAFKA_STORAGE_ERROR":
       return ErrorCode.ERROR_CODE_KAFKA_STORAGE_ERROR;
+    case 59:
+    case "ERROR_CODE_UNKNOWN_PRODUCER_ID":
+      return ErrorCode.ERROR_CODE_UNKNOWN_PRODUCER_ID;
     case 60:
     case "ERROR_CODE_REASSIGNMENT_IN_PROGRESS":
       return ErrorCode.ERROR_CODE_REASSIGNMENT_IN_PROGRESS;
@@ -285,8 +303,14 @@ export function errorCodeToJSON(object: ErrorCode): string {
       return "ERROR_CODE_INVALID_REQUEST";
     case ErrorCode.ERROR_CODE_POLICY_VIOLATION:
       return "ERROR_CODE_POLICY_VIOLATION";
+    case ErrorCode.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
+      return "ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER";
+    case ErrorCode.ERROR_CODE_INVALID_PRODUCER_EPOCH:
+      return "ERROR_CODE_INVALID_PRODUCER_EPOCH";
     case ErrorCode.ERROR_CODE_KAFKA_STORAGE_ERROR:
       return "ERROR_CODE_KAFKA_STORAGE_ERROR";
+    case ErrorCode.ERROR_CODE_UNKNOWN_PRODUCER_ID:
+      return "ERROR_CODE_UNKNOWN_PRODUCER_ID";
     case ErrorCode.ERROR_CODE_REASSIGNMENT_IN_PROGRESS:
       return "ERROR_CODE_REASSIGNMENT_IN_PROGRESS";
     case ErrorCode.ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND:

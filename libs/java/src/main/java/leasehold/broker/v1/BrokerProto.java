@@ -186,6 +186,16 @@ public final class BrokerProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_leasehold_broker_v1_MetadataResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_leasehold_broker_v1_InitProducerIdRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_leasehold_broker_v1_InitProducerIdRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_leasehold_broker_v1_InitProducerIdResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_leasehold_broker_v1_InitProducerIdResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -203,167 +213,180 @@ public final class BrokerProto extends com.google.protobuf.GeneratedFile {
       "(\003R\013timestampMs\022\025\n\003key\030\003 \001(\014H\000R\003key\210\001\001\022\031" +
       "\n\005value\030\004 \001(\014H\001R\005value\210\001\001\022;\n\007headers\030\005 \003" +
       "(\0132!.leasehold.broker.v1.RecordHeaderR\007h" +
-      "eadersB\006\n\004_keyB\010\n\006_value\"\273\001\n\024PartitionPr" +
+      "eadersB\006\n\004_keyB\010\n\006_value\"\217\003\n\024PartitionPr" +
       "oduceData\022\034\n\tpartition\030\001 \001(\005R\tpartition\022" +
       "5\n\007records\030\002 \003(\0132\033.leasehold.broker.v1.R" +
       "ecordR\007records\0225\n\024current_leader_epoch\030\003" +
-      " \001(\005H\000R\022currentLeaderEpoch\210\001\001B\027\n\025_curren" +
-      "t_leader_epoch\"s\n\020TopicProduceData\022\024\n\005to" +
-      "pic\030\001 \001(\tR\005topic\022I\n\npartitions\030\002 \003(\0132).l" +
-      "easehold.broker.v1.PartitionProduceDataR" +
-      "\npartitions\"\220\001\n\016ProduceRequest\022\027\n\004acks\030\001" +
-      " \001(\005H\000R\004acks\210\001\001\022\035\n\ntimeout_ms\030\002 \001(\005R\ttim" +
-      "eoutMs\022=\n\006topics\030\003 \003(\0132%.leasehold.broke" +
-      "r.v1.TopicProduceDataR\006topicsB\007\n\005_acks\"\342" +
-      "\002\n\030PartitionProduceResponse\022\034\n\tpartition" +
-      "\030\001 \001(\005R\tpartition\022=\n\nerror_code\030\002 \001(\0162\036." +
-      "leasehold.common.v1.ErrorCodeR\terrorCode" +
-      "\022#\n\rerror_message\030\003 \001(\tR\014errorMessage\022\037\n" +
-      "\013base_offset\030\004 \001(\003R\nbaseOffset\022+\n\022log_ap" +
-      "pend_time_ms\030\005 \001(\003R\017logAppendTimeMs\022(\n\020l" +
-      "og_start_offset\030\006 \001(\003R\016logStartOffset\022L\n" +
-      "\016current_leader\030\007 \001(\0132%.leasehold.common" +
-      ".v1.LeaderIdAndEpochR\rcurrentLeader\"{\n\024T" +
-      "opicProduceResponse\022\024\n\005topic\030\001 \001(\tR\005topi" +
-      "c\022M\n\npartitions\030\002 \003(\0132-.leasehold.broker" +
-      ".v1.PartitionProduceResponseR\npartitions" +
-      "\"\240\001\n\017ProduceResponse\022A\n\006topics\030\001 \003(\0132).l" +
-      "easehold.broker.v1.TopicProduceResponseR" +
-      "\006topics\022J\n\016node_endpoints\030\002 \003(\0132#.leaseh" +
-      "old.common.v1.BrokerEndpointR\rnodeEndpoi" +
-      "nts\"\337\002\n\016FetchPartition\022\034\n\tpartition\030\001 \001(" +
-      "\005R\tpartition\0225\n\024current_leader_epoch\030\002 \001" +
-      "(\005H\000R\022currentLeaderEpoch\210\001\001\022!\n\014fetch_off" +
-      "set\030\003 \001(\003R\013fetchOffset\0221\n\022last_fetched_e" +
-      "poch\030\004 \001(\005H\001R\020lastFetchedEpoch\210\001\001\022-\n\020log" +
-      "_start_offset\030\005 \001(\003H\002R\016logStartOffset\210\001\001" +
-      "\022.\n\023partition_max_bytes\030\006 \001(\005R\021partition" +
-      "MaxBytesB\027\n\025_current_leader_epochB\025\n\023_la" +
-      "st_fetched_epochB\023\n\021_log_start_offset\"g\n" +
-      "\nFetchTopic\022\024\n\005topic\030\001 \001(\tR\005topic\022C\n\npar" +
-      "titions\030\002 \003(\0132#.leasehold.broker.v1.Fetc" +
-      "hPartitionR\npartitions\"\227\004\n\014FetchRequest\022" +
-      "\"\n\nreplica_id\030\001 \001(\005H\000R\treplicaId\210\001\001\0225\n\024r" +
-      "eplica_broker_epoch\030\002 \001(\003H\001R\022replicaBrok" +
-      "erEpoch\210\001\001\022\036\n\013max_wait_ms\030\003 \001(\005R\tmaxWait" +
-      "Ms\022\033\n\tmin_bytes\030\004 \001(\005R\010minBytes\022\033\n\tmax_b" +
-      "ytes\030\005 \001(\005R\010maxBytes\0227\n\006topics\030\006 \003(\0132\037.l" +
-      "easehold.broker.v1.FetchTopicR\006topics\022F\n" +
-      "\rrecord_format\030\007 \001(\0162!.leasehold.broker." +
-      "v1.RecordFormatR\014recordFormat\022\035\n\nsession" +
-      "_id\030\010 \001(\005R\tsessionId\022(\n\rsession_epoch\030\t " +
-      "\001(\005H\002R\014sessionEpoch\210\001\001\022N\n\020forgotten_topi" +
-      "cs\030\n \003(\0132#.leasehold.broker.v1.Forgotten" +
-      "TopicR\017forgottenTopicsB\r\n\013_replica_idB\027\n" +
-      "\025_replica_broker_epochB\020\n\016_session_epoch" +
-      "\"F\n\016ForgottenTopic\022\024\n\005topic\030\001 \001(\tR\005topic" +
-      "\022\036\n\npartitions\030\002 \003(\005R\npartitions\"E\n\016Epoc" +
-      "hEndOffset\022\024\n\005epoch\030\001 \001(\005R\005epoch\022\035\n\nend_" +
-      "offset\030\002 \001(\003R\tendOffset\"\215\004\n\026FetchPartiti" +
-      "onResponse\022\034\n\tpartition\030\001 \001(\005R\tpartition" +
-      "\022=\n\nerror_code\030\002 \001(\0162\036.leasehold.common." +
-      "v1.ErrorCodeR\terrorCode\022%\n\016high_watermar" +
-      "k\030\003 \001(\003R\rhighWatermark\022(\n\020log_start_offs" +
-      "et\030\004 \001(\003R\016logStartOffset\022$\n\016log_end_offs" +
-      "et\030\005 \001(\003R\014logEndOffset\022L\n\017diverging_epoc" +
-      "h\030\006 \001(\0132#.leasehold.broker.v1.EpochEndOf" +
-      "fsetR\016divergingEpoch\022L\n\016current_leader\030\007" +
-      " \001(\0132%.leasehold.common.v1.LeaderIdAndEp" +
-      "ochR\rcurrentLeader\022\030\n\007records\030\010 \001(\014R\007rec" +
-      "ords\022D\n\017decoded_records\030\t \003(\0132\033.leasehol" +
-      "d.broker.v1.RecordR\016decodedRecords\022#\n\rer" +
-      "ror_message\030\n \001(\tR\014errorMessage\"w\n\022Fetch" +
-      "TopicResponse\022\024\n\005topic\030\001 \001(\tR\005topic\022K\n\np" +
-      "artitions\030\002 \003(\0132+.leasehold.broker.v1.Fe" +
-      "tchPartitionResponseR\npartitions\"\256\001\n\rFet" +
-      "chResponse\022=\n\nerror_code\030\001 \001(\0162\036.leaseho" +
-      "ld.common.v1.ErrorCodeR\terrorCode\022?\n\006top" +
-      "ics\030\002 \003(\0132\'.leasehold.broker.v1.FetchTop" +
-      "icResponseR\006topics\022\035\n\nsession_id\030\003 \001(\005R\t" +
-      "sessionId\"\242\001\n\024ListOffsetsPartition\022\034\n\tpa" +
+      " \001(\005H\000R\022currentLeaderEpoch\210\001\001\022!\n\014record_" +
+      "batch\030\004 \001(\014R\013recordBatch\022$\n\013producer_id\030" +
+      "\005 \001(\003H\001R\nproducerId\210\001\001\022*\n\016producer_epoch" +
+      "\030\006 \001(\005H\002R\rproducerEpoch\210\001\001\022(\n\rbase_seque" +
+      "nce\030\007 \001(\005H\003R\014baseSequence\210\001\001B\027\n\025_current" +
+      "_leader_epochB\016\n\014_producer_idB\021\n\017_produc" +
+      "er_epochB\020\n\016_base_sequence\"s\n\020TopicProdu" +
+      "ceData\022\024\n\005topic\030\001 \001(\tR\005topic\022I\n\npartitio" +
+      "ns\030\002 \003(\0132).leasehold.broker.v1.Partition" +
+      "ProduceDataR\npartitions\"\220\001\n\016ProduceReque" +
+      "st\022\027\n\004acks\030\001 \001(\005H\000R\004acks\210\001\001\022\035\n\ntimeout_m" +
+      "s\030\002 \001(\005R\ttimeoutMs\022=\n\006topics\030\003 \003(\0132%.lea" +
+      "sehold.broker.v1.TopicProduceDataR\006topic" +
+      "sB\007\n\005_acks\"\342\002\n\030PartitionProduceResponse\022" +
+      "\034\n\tpartition\030\001 \001(\005R\tpartition\022=\n\nerror_c" +
+      "ode\030\002 \001(\0162\036.leasehold.common.v1.ErrorCod" +
+      "eR\terrorCode\022#\n\rerror_message\030\003 \001(\tR\014err" +
+      "orMessage\022\037\n\013base_offset\030\004 \001(\003R\nbaseOffs" +
+      "et\022+\n\022log_append_time_ms\030\005 \001(\003R\017logAppen" +
+      "dTimeMs\022(\n\020log_start_offset\030\006 \001(\003R\016logSt" +
+      "artOffset\022L\n\016current_leader\030\007 \001(\0132%.leas" +
+      "ehold.common.v1.LeaderIdAndEpochR\rcurren" +
+      "tLeader\"{\n\024TopicProduceResponse\022\024\n\005topic" +
+      "\030\001 \001(\tR\005topic\022M\n\npartitions\030\002 \003(\0132-.leas" +
+      "ehold.broker.v1.PartitionProduceResponse" +
+      "R\npartitions\"\240\001\n\017ProduceResponse\022A\n\006topi" +
+      "cs\030\001 \003(\0132).leasehold.broker.v1.TopicProd" +
+      "uceResponseR\006topics\022J\n\016node_endpoints\030\002 " +
+      "\003(\0132#.leasehold.common.v1.BrokerEndpoint" +
+      "R\rnodeEndpoints\"\337\002\n\016FetchPartition\022\034\n\tpa" +
       "rtition\030\001 \001(\005R\tpartition\0225\n\024current_lead" +
       "er_epoch\030\002 \001(\005H\000R\022currentLeaderEpoch\210\001\001\022" +
-      "\034\n\ttimestamp\030\003 \001(\003R\ttimestampB\027\n\025_curren" +
-      "t_leader_epoch\"s\n\020ListOffsetsTopic\022\024\n\005to" +
-      "pic\030\001 \001(\tR\005topic\022I\n\npartitions\030\002 \003(\0132).l" +
-      "easehold.broker.v1.ListOffsetsPartitionR" +
-      "\npartitions\"\206\001\n\022ListOffsetsRequest\022\"\n\nre" +
-      "plica_id\030\001 \001(\005H\000R\treplicaId\210\001\001\022=\n\006topics" +
-      "\030\002 \003(\0132%.leasehold.broker.v1.ListOffsets" +
-      "TopicR\006topicsB\r\n\013_replica_id\"\324\001\n\034ListOff" +
-      "setsPartitionResponse\022\034\n\tpartition\030\001 \001(\005" +
-      "R\tpartition\022=\n\nerror_code\030\002 \001(\0162\036.leaseh" +
-      "old.common.v1.ErrorCodeR\terrorCode\022\034\n\tti" +
-      "mestamp\030\003 \001(\003R\ttimestamp\022\026\n\006offset\030\004 \001(\003" +
-      "R\006offset\022!\n\014leader_epoch\030\005 \001(\005R\013leaderEp" +
-      "och\"\203\001\n\030ListOffsetsTopicResponse\022\024\n\005topi" +
-      "c\030\001 \001(\tR\005topic\022Q\n\npartitions\030\002 \003(\01321.lea" +
-      "sehold.broker.v1.ListOffsetsPartitionRes" +
-      "ponseR\npartitions\"\\\n\023ListOffsetsResponse" +
-      "\022E\n\006topics\030\001 \003(\0132-.leasehold.broker.v1.L" +
-      "istOffsetsTopicResponseR\006topics\"\253\001\n\030Offs" +
-      "etForLeaderPartition\022\034\n\tpartition\030\001 \001(\005R" +
-      "\tpartition\0225\n\024current_leader_epoch\030\002 \001(\005" +
-      "H\000R\022currentLeaderEpoch\210\001\001\022!\n\014leader_epoc" +
-      "h\030\003 \001(\005R\013leaderEpochB\027\n\025_current_leader_" +
-      "epoch\"{\n\024OffsetForLeaderTopic\022\024\n\005topic\030\001" +
-      " \001(\tR\005topic\022M\n\npartitions\030\002 \003(\0132-.leaseh" +
-      "old.broker.v1.OffsetForLeaderPartitionR\n" +
-      "partitions\"\224\001\n\034OffsetsForLeaderEpochRequ" +
-      "est\022\"\n\nreplica_id\030\001 \001(\005H\000R\treplicaId\210\001\001\022" +
-      "A\n\006topics\030\002 \003(\0132).leasehold.broker.v1.Of" +
-      "fsetForLeaderTopicR\006topicsB\r\n\013_replica_i" +
-      "d\"\267\001\n\026EpochEndOffsetResponse\022\034\n\tpartitio" +
-      "n\030\001 \001(\005R\tpartition\022=\n\nerror_code\030\002 \001(\0162\036" +
-      ".leasehold.common.v1.ErrorCodeR\terrorCod" +
-      "e\022!\n\014leader_epoch\030\003 \001(\005R\013leaderEpoch\022\035\n\n" +
-      "end_offset\030\004 \001(\003R\tendOffset\"\201\001\n\034OffsetFo" +
-      "rLeaderTopicResponse\022\024\n\005topic\030\001 \001(\tR\005top" +
-      "ic\022K\n\npartitions\030\002 \003(\0132+.leasehold.broke" +
-      "r.v1.EpochEndOffsetResponseR\npartitions\"" +
-      "j\n\035OffsetsForLeaderEpochResponse\022I\n\006topi" +
-      "cs\030\001 \003(\01321.leasehold.broker.v1.OffsetFor" +
-      "LeaderTopicResponseR\006topics\"H\n\017MetadataR" +
-      "equest\022\026\n\006topics\030\001 \003(\tR\006topics\022\035\n\nall_to" +
-      "pics\030\002 \001(\010R\tallTopics\"\204\002\n\021MetadataPartit" +
-      "ion\022=\n\nerror_code\030\001 \001(\0162\036.leasehold.comm" +
-      "on.v1.ErrorCodeR\terrorCode\022\034\n\tpartition\030" +
-      "\002 \001(\005R\tpartition\022\026\n\006leader\030\003 \001(\005R\006leader" +
-      "\022!\n\014leader_epoch\030\004 \001(\005R\013leaderEpoch\022\032\n\010r" +
-      "eplicas\030\005 \003(\005R\010replicas\022\020\n\003isr\030\006 \003(\005R\003is" +
-      "r\022)\n\020offline_replicas\030\007 \003(\005R\017offlineRepl" +
-      "icas\"\305\001\n\rMetadataTopic\022=\n\nerror_code\030\001 \001" +
+      "!\n\014fetch_offset\030\003 \001(\003R\013fetchOffset\0221\n\022la" +
+      "st_fetched_epoch\030\004 \001(\005H\001R\020lastFetchedEpo" +
+      "ch\210\001\001\022-\n\020log_start_offset\030\005 \001(\003H\002R\016logSt" +
+      "artOffset\210\001\001\022.\n\023partition_max_bytes\030\006 \001(" +
+      "\005R\021partitionMaxBytesB\027\n\025_current_leader_" +
+      "epochB\025\n\023_last_fetched_epochB\023\n\021_log_sta" +
+      "rt_offset\"g\n\nFetchTopic\022\024\n\005topic\030\001 \001(\tR\005" +
+      "topic\022C\n\npartitions\030\002 \003(\0132#.leasehold.br" +
+      "oker.v1.FetchPartitionR\npartitions\"\227\004\n\014F" +
+      "etchRequest\022\"\n\nreplica_id\030\001 \001(\005H\000R\trepli" +
+      "caId\210\001\001\0225\n\024replica_broker_epoch\030\002 \001(\003H\001R" +
+      "\022replicaBrokerEpoch\210\001\001\022\036\n\013max_wait_ms\030\003 " +
+      "\001(\005R\tmaxWaitMs\022\033\n\tmin_bytes\030\004 \001(\005R\010minBy" +
+      "tes\022\033\n\tmax_bytes\030\005 \001(\005R\010maxBytes\0227\n\006topi" +
+      "cs\030\006 \003(\0132\037.leasehold.broker.v1.FetchTopi" +
+      "cR\006topics\022F\n\rrecord_format\030\007 \001(\0162!.lease" +
+      "hold.broker.v1.RecordFormatR\014recordForma" +
+      "t\022\035\n\nsession_id\030\010 \001(\005R\tsessionId\022(\n\rsess" +
+      "ion_epoch\030\t \001(\005H\002R\014sessionEpoch\210\001\001\022N\n\020fo" +
+      "rgotten_topics\030\n \003(\0132#.leasehold.broker." +
+      "v1.ForgottenTopicR\017forgottenTopicsB\r\n\013_r" +
+      "eplica_idB\027\n\025_replica_broker_epochB\020\n\016_s" +
+      "ession_epoch\"F\n\016ForgottenTopic\022\024\n\005topic\030" +
+      "\001 \001(\tR\005topic\022\036\n\npartitions\030\002 \003(\005R\npartit" +
+      "ions\"E\n\016EpochEndOffset\022\024\n\005epoch\030\001 \001(\005R\005e" +
+      "poch\022\035\n\nend_offset\030\002 \001(\003R\tendOffset\"\215\004\n\026" +
+      "FetchPartitionResponse\022\034\n\tpartition\030\001 \001(" +
+      "\005R\tpartition\022=\n\nerror_code\030\002 \001(\0162\036.lease" +
+      "hold.common.v1.ErrorCodeR\terrorCode\022%\n\016h" +
+      "igh_watermark\030\003 \001(\003R\rhighWatermark\022(\n\020lo" +
+      "g_start_offset\030\004 \001(\003R\016logStartOffset\022$\n\016" +
+      "log_end_offset\030\005 \001(\003R\014logEndOffset\022L\n\017di" +
+      "verging_epoch\030\006 \001(\0132#.leasehold.broker.v" +
+      "1.EpochEndOffsetR\016divergingEpoch\022L\n\016curr" +
+      "ent_leader\030\007 \001(\0132%.leasehold.common.v1.L" +
+      "eaderIdAndEpochR\rcurrentLeader\022\030\n\007record" +
+      "s\030\010 \001(\014R\007records\022D\n\017decoded_records\030\t \003(" +
+      "\0132\033.leasehold.broker.v1.RecordR\016decodedR" +
+      "ecords\022#\n\rerror_message\030\n \001(\tR\014errorMess" +
+      "age\"w\n\022FetchTopicResponse\022\024\n\005topic\030\001 \001(\t" +
+      "R\005topic\022K\n\npartitions\030\002 \003(\0132+.leasehold." +
+      "broker.v1.FetchPartitionResponseR\npartit" +
+      "ions\"\256\001\n\rFetchResponse\022=\n\nerror_code\030\001 \001" +
       "(\0162\036.leasehold.common.v1.ErrorCodeR\terro" +
-      "rCode\022\022\n\004name\030\002 \001(\tR\004name\022\031\n\010topic_id\030\003 " +
-      "\001(\tR\007topicId\022F\n\npartitions\030\004 \003(\0132&.lease" +
-      "hold.broker.v1.MetadataPartitionR\npartit" +
-      "ions\"\374\001\n\020MetadataResponse\022=\n\007brokers\030\001 \003" +
-      "(\0132#.leasehold.common.v1.BrokerEndpointR" +
-      "\007brokers\022\035\n\ncluster_id\030\002 \001(\tR\tclusterId\022" +
-      "#\n\rcontroller_id\030\003 \001(\005R\014controllerId\022:\n\006" +
-      "topics\030\004 \003(\0132\".leasehold.broker.v1.Metad" +
-      "ataTopicR\006topics\022)\n\020controller_epoch\030\005 \001" +
-      "(\005R\017controllerEpoch*c\n\014RecordFormat\022\035\n\031R" +
-      "ECORD_FORMAT_UNSPECIFIED\020\000\022\031\n\025RECORD_FOR" +
-      "MAT_BATCHES\020\001\022\031\n\025RECORD_FORMAT_RECORDS\020\002" +
-      "2\360\003\n\rBrokerService\022T\n\007Produce\022#.leasehol" +
-      "d.broker.v1.ProduceRequest\032$.leasehold.b" +
-      "roker.v1.ProduceResponse\022N\n\005Fetch\022!.leas" +
-      "ehold.broker.v1.FetchRequest\032\".leasehold" +
-      ".broker.v1.FetchResponse\022`\n\013ListOffsets\022" +
-      "\'.leasehold.broker.v1.ListOffsetsRequest" +
-      "\032(.leasehold.broker.v1.ListOffsetsRespon" +
-      "se\022~\n\025OffsetsForLeaderEpoch\0221.leasehold." +
-      "broker.v1.OffsetsForLeaderEpochRequest\0322" +
-      ".leasehold.broker.v1.OffsetsForLeaderEpo" +
-      "chResponse\022W\n\010Metadata\022$.leasehold.broke" +
-      "r.v1.MetadataRequest\032%.leasehold.broker." +
-      "v1.MetadataResponseB\253\001B\013BrokerProtoP\001Z.l" +
-      "easehold/libs/go/leasehold/broker/v1;bro" +
-      "kerv1\242\002\003LBX\252\002\023Leasehold.Broker.V1\312\002\023Leas" +
-      "ehold\\Broker\\V1\342\002\037Leasehold\\Broker\\V1\\GP" +
-      "BMetadata\352\002\025Leasehold::Broker::V1b\006proto" +
-      "3"
+      "rCode\022?\n\006topics\030\002 \003(\0132\'.leasehold.broker" +
+      ".v1.FetchTopicResponseR\006topics\022\035\n\nsessio" +
+      "n_id\030\003 \001(\005R\tsessionId\"\242\001\n\024ListOffsetsPar" +
+      "tition\022\034\n\tpartition\030\001 \001(\005R\tpartition\0225\n\024" +
+      "current_leader_epoch\030\002 \001(\005H\000R\022currentLea" +
+      "derEpoch\210\001\001\022\034\n\ttimestamp\030\003 \001(\003R\ttimestam" +
+      "pB\027\n\025_current_leader_epoch\"s\n\020ListOffset" +
+      "sTopic\022\024\n\005topic\030\001 \001(\tR\005topic\022I\n\npartitio" +
+      "ns\030\002 \003(\0132).leasehold.broker.v1.ListOffse" +
+      "tsPartitionR\npartitions\"\206\001\n\022ListOffsetsR" +
+      "equest\022\"\n\nreplica_id\030\001 \001(\005H\000R\treplicaId\210" +
+      "\001\001\022=\n\006topics\030\002 \003(\0132%.leasehold.broker.v1" +
+      ".ListOffsetsTopicR\006topicsB\r\n\013_replica_id" +
+      "\"\324\001\n\034ListOffsetsPartitionResponse\022\034\n\tpar" +
+      "tition\030\001 \001(\005R\tpartition\022=\n\nerror_code\030\002 " +
+      "\001(\0162\036.leasehold.common.v1.ErrorCodeR\terr" +
+      "orCode\022\034\n\ttimestamp\030\003 \001(\003R\ttimestamp\022\026\n\006" +
+      "offset\030\004 \001(\003R\006offset\022!\n\014leader_epoch\030\005 \001" +
+      "(\005R\013leaderEpoch\"\203\001\n\030ListOffsetsTopicResp" +
+      "onse\022\024\n\005topic\030\001 \001(\tR\005topic\022Q\n\npartitions" +
+      "\030\002 \003(\01321.leasehold.broker.v1.ListOffsets" +
+      "PartitionResponseR\npartitions\"\\\n\023ListOff" +
+      "setsResponse\022E\n\006topics\030\001 \003(\0132-.leasehold" +
+      ".broker.v1.ListOffsetsTopicResponseR\006top" +
+      "ics\"\253\001\n\030OffsetForLeaderPartition\022\034\n\tpart" +
+      "ition\030\001 \001(\005R\tpartition\0225\n\024current_leader" +
+      "_epoch\030\002 \001(\005H\000R\022currentLeaderEpoch\210\001\001\022!\n" +
+      "\014leader_epoch\030\003 \001(\005R\013leaderEpochB\027\n\025_cur" +
+      "rent_leader_epoch\"{\n\024OffsetForLeaderTopi" +
+      "c\022\024\n\005topic\030\001 \001(\tR\005topic\022M\n\npartitions\030\002 " +
+      "\003(\0132-.leasehold.broker.v1.OffsetForLeade" +
+      "rPartitionR\npartitions\"\224\001\n\034OffsetsForLea" +
+      "derEpochRequest\022\"\n\nreplica_id\030\001 \001(\005H\000R\tr" +
+      "eplicaId\210\001\001\022A\n\006topics\030\002 \003(\0132).leasehold." +
+      "broker.v1.OffsetForLeaderTopicR\006topicsB\r" +
+      "\n\013_replica_id\"\267\001\n\026EpochEndOffsetResponse" +
+      "\022\034\n\tpartition\030\001 \001(\005R\tpartition\022=\n\nerror_" +
+      "code\030\002 \001(\0162\036.leasehold.common.v1.ErrorCo" +
+      "deR\terrorCode\022!\n\014leader_epoch\030\003 \001(\005R\013lea" +
+      "derEpoch\022\035\n\nend_offset\030\004 \001(\003R\tendOffset\"" +
+      "\201\001\n\034OffsetForLeaderTopicResponse\022\024\n\005topi" +
+      "c\030\001 \001(\tR\005topic\022K\n\npartitions\030\002 \003(\0132+.lea" +
+      "sehold.broker.v1.EpochEndOffsetResponseR" +
+      "\npartitions\"j\n\035OffsetsForLeaderEpochResp" +
+      "onse\022I\n\006topics\030\001 \003(\01321.leasehold.broker." +
+      "v1.OffsetForLeaderTopicResponseR\006topics\"" +
+      "H\n\017MetadataRequest\022\026\n\006topics\030\001 \003(\tR\006topi" +
+      "cs\022\035\n\nall_topics\030\002 \001(\010R\tallTopics\"\204\002\n\021Me" +
+      "tadataPartition\022=\n\nerror_code\030\001 \001(\0162\036.le" +
+      "asehold.common.v1.ErrorCodeR\terrorCode\022\034" +
+      "\n\tpartition\030\002 \001(\005R\tpartition\022\026\n\006leader\030\003" +
+      " \001(\005R\006leader\022!\n\014leader_epoch\030\004 \001(\005R\013lead" +
+      "erEpoch\022\032\n\010replicas\030\005 \003(\005R\010replicas\022\020\n\003i" +
+      "sr\030\006 \003(\005R\003isr\022)\n\020offline_replicas\030\007 \003(\005R" +
+      "\017offlineReplicas\"\305\001\n\rMetadataTopic\022=\n\ner" +
+      "ror_code\030\001 \001(\0162\036.leasehold.common.v1.Err" +
+      "orCodeR\terrorCode\022\022\n\004name\030\002 \001(\tR\004name\022\031\n" +
+      "\010topic_id\030\003 \001(\tR\007topicId\022F\n\npartitions\030\004" +
+      " \003(\0132&.leasehold.broker.v1.MetadataParti" +
+      "tionR\npartitions\"\374\001\n\020MetadataResponse\022=\n" +
+      "\007brokers\030\001 \003(\0132#.leasehold.common.v1.Bro" +
+      "kerEndpointR\007brokers\022\035\n\ncluster_id\030\002 \001(\t" +
+      "R\tclusterId\022#\n\rcontroller_id\030\003 \001(\005R\014cont" +
+      "rollerId\022:\n\006topics\030\004 \003(\0132\".leasehold.bro" +
+      "ker.v1.MetadataTopicR\006topics\022)\n\020controll" +
+      "er_epoch\030\005 \001(\005R\017controllerEpoch\"\027\n\025InitP" +
+      "roducerIdRequest\"\304\001\n\026InitProducerIdRespo" +
+      "nse\022=\n\nerror_code\030\001 \001(\0162\036.leasehold.comm" +
+      "on.v1.ErrorCodeR\terrorCode\022#\n\rerror_mess" +
+      "age\030\002 \001(\tR\014errorMessage\022\037\n\013producer_id\030\003" +
+      " \001(\003R\nproducerId\022%\n\016producer_epoch\030\004 \001(\005" +
+      "R\rproducerEpoch*c\n\014RecordFormat\022\035\n\031RECOR" +
+      "D_FORMAT_UNSPECIFIED\020\000\022\031\n\025RECORD_FORMAT_" +
+      "BATCHES\020\001\022\031\n\025RECORD_FORMAT_RECORDS\020\0022\333\004\n" +
+      "\rBrokerService\022T\n\007Produce\022#.leasehold.br" +
+      "oker.v1.ProduceRequest\032$.leasehold.broke" +
+      "r.v1.ProduceResponse\022N\n\005Fetch\022!.leasehol" +
+      "d.broker.v1.FetchRequest\032\".leasehold.bro" +
+      "ker.v1.FetchResponse\022`\n\013ListOffsets\022\'.le" +
+      "asehold.broker.v1.ListOffsetsRequest\032(.l" +
+      "easehold.broker.v1.ListOffsetsResponse\022~" +
+      "\n\025OffsetsForLeaderEpoch\0221.leasehold.brok" +
+      "er.v1.OffsetsForLeaderEpochRequest\0322.lea" +
+      "sehold.broker.v1.OffsetsForLeaderEpochRe" +
+      "sponse\022W\n\010Metadata\022$.leasehold.broker.v1" +
+      ".MetadataRequest\032%.leasehold.broker.v1.M" +
+      "etadataResponse\022i\n\016InitProducerId\022*.leas" +
+      "ehold.broker.v1.InitProducerIdRequest\032+." +
+      "leasehold.broker.v1.InitProducerIdRespon" +
+      "seB\253\001B\013BrokerProtoP\001Z.leasehold/libs/go/" +
+      "leasehold/broker/v1;brokerv1\242\002\003LBX\252\002\023Lea" +
+      "sehold.Broker.V1\312\002\023Leasehold\\Broker\\V1\342\002" +
+      "\037Leasehold\\Broker\\V1\\GPBMetadata\352\002\025Lease" +
+      "hold::Broker::V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -387,7 +410,7 @@ public final class BrokerProto extends com.google.protobuf.GeneratedFile {
     internal_static_leasehold_broker_v1_PartitionProduceData_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_leasehold_broker_v1_PartitionProduceData_descriptor,
-        new java.lang.String[] { "Partition", "Records", "CurrentLeaderEpoch", });
+        new java.lang.String[] { "Partition", "Records", "CurrentLeaderEpoch", "RecordBatch", "ProducerId", "ProducerEpoch", "BaseSequence", });
     internal_static_leasehold_broker_v1_TopicProduceData_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_leasehold_broker_v1_TopicProduceData_fieldAccessorTable = new
@@ -562,6 +585,18 @@ public final class BrokerProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_leasehold_broker_v1_MetadataResponse_descriptor,
         new java.lang.String[] { "Brokers", "ClusterId", "ControllerId", "Topics", "ControllerEpoch", });
+    internal_static_leasehold_broker_v1_InitProducerIdRequest_descriptor =
+      getDescriptor().getMessageType(32);
+    internal_static_leasehold_broker_v1_InitProducerIdRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_leasehold_broker_v1_InitProducerIdRequest_descriptor,
+        new java.lang.String[] { });
+    internal_static_leasehold_broker_v1_InitProducerIdResponse_descriptor =
+      getDescriptor().getMessageType(33);
+    internal_static_leasehold_broker_v1_InitProducerIdResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_leasehold_broker_v1_InitProducerIdResponse_descriptor,
+        new java.lang.String[] { "ErrorCode", "ErrorMessage", "ProducerId", "ProducerEpoch", });
     descriptor.resolveAllFeaturesImmutable();
     leasehold.common.v1.CommonProto.getDescriptor();
   }

@@ -171,6 +171,37 @@ public final class BrokerServiceGrpc {
     return getMetadataMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<leasehold.broker.v1.InitProducerIdRequest,
+      leasehold.broker.v1.InitProducerIdResponse> getInitProducerIdMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "InitProducerId",
+      requestType = leasehold.broker.v1.InitProducerIdRequest.class,
+      responseType = leasehold.broker.v1.InitProducerIdResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<leasehold.broker.v1.InitProducerIdRequest,
+      leasehold.broker.v1.InitProducerIdResponse> getInitProducerIdMethod() {
+    io.grpc.MethodDescriptor<leasehold.broker.v1.InitProducerIdRequest, leasehold.broker.v1.InitProducerIdResponse> getInitProducerIdMethod;
+    if ((getInitProducerIdMethod = BrokerServiceGrpc.getInitProducerIdMethod) == null) {
+      synchronized (BrokerServiceGrpc.class) {
+        if ((getInitProducerIdMethod = BrokerServiceGrpc.getInitProducerIdMethod) == null) {
+          BrokerServiceGrpc.getInitProducerIdMethod = getInitProducerIdMethod =
+              io.grpc.MethodDescriptor.<leasehold.broker.v1.InitProducerIdRequest, leasehold.broker.v1.InitProducerIdResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "InitProducerId"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  leasehold.broker.v1.InitProducerIdRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  leasehold.broker.v1.InitProducerIdResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new BrokerServiceMethodDescriptorSupplier("InitProducerId"))
+              .build();
+        }
+      }
+    }
+    return getInitProducerIdMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -272,6 +303,16 @@ public final class BrokerServiceGrpc {
         io.grpc.stub.StreamObserver<leasehold.broker.v1.MetadataResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getMetadataMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+     * </pre>
+     */
+    default void initProducerId(leasehold.broker.v1.InitProducerIdRequest request,
+        io.grpc.stub.StreamObserver<leasehold.broker.v1.InitProducerIdResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getInitProducerIdMethod(), responseObserver);
+    }
   }
 
   /**
@@ -348,6 +389,17 @@ public final class BrokerServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getMetadataMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+     * </pre>
+     */
+    public void initProducerId(leasehold.broker.v1.InitProducerIdRequest request,
+        io.grpc.stub.StreamObserver<leasehold.broker.v1.InitProducerIdResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getInitProducerIdMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -404,6 +456,16 @@ public final class BrokerServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getMetadataMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+     * </pre>
+     */
+    public leasehold.broker.v1.InitProducerIdResponse initProducerId(leasehold.broker.v1.InitProducerIdRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getInitProducerIdMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -459,6 +521,16 @@ public final class BrokerServiceGrpc {
     public leasehold.broker.v1.MetadataResponse metadata(leasehold.broker.v1.MetadataRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getMetadataMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+     * </pre>
+     */
+    public leasehold.broker.v1.InitProducerIdResponse initProducerId(leasehold.broker.v1.InitProducerIdRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getInitProducerIdMethod(), getCallOptions(), request);
     }
   }
 
@@ -521,6 +593,17 @@ public final class BrokerServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getMetadataMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * A producer id for an idempotent producer (Kafka's InitProducerId without transactions).
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<leasehold.broker.v1.InitProducerIdResponse> initProducerId(
+        leasehold.broker.v1.InitProducerIdRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getInitProducerIdMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_PRODUCE = 0;
@@ -528,6 +611,7 @@ public final class BrokerServiceGrpc {
   private static final int METHODID_LIST_OFFSETS = 2;
   private static final int METHODID_OFFSETS_FOR_LEADER_EPOCH = 3;
   private static final int METHODID_METADATA = 4;
+  private static final int METHODID_INIT_PRODUCER_ID = 5;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -565,6 +649,10 @@ public final class BrokerServiceGrpc {
         case METHODID_METADATA:
           serviceImpl.metadata((leasehold.broker.v1.MetadataRequest) request,
               (io.grpc.stub.StreamObserver<leasehold.broker.v1.MetadataResponse>) responseObserver);
+          break;
+        case METHODID_INIT_PRODUCER_ID:
+          serviceImpl.initProducerId((leasehold.broker.v1.InitProducerIdRequest) request,
+              (io.grpc.stub.StreamObserver<leasehold.broker.v1.InitProducerIdResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -619,6 +707,13 @@ public final class BrokerServiceGrpc {
               leasehold.broker.v1.MetadataRequest,
               leasehold.broker.v1.MetadataResponse>(
                 service, METHODID_METADATA)))
+        .addMethod(
+          getInitProducerIdMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              leasehold.broker.v1.InitProducerIdRequest,
+              leasehold.broker.v1.InitProducerIdResponse>(
+                service, METHODID_INIT_PRODUCER_ID)))
         .build();
   }
 
@@ -672,6 +767,7 @@ public final class BrokerServiceGrpc {
               .addMethod(getListOffsetsMethod())
               .addMethod(getOffsetsForLeaderEpochMethod())
               .addMethod(getMetadataMethod())
+              .addMethod(getInitProducerIdMethod())
               .build();
         }
       }

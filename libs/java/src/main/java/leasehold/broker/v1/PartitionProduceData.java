@@ -29,6 +29,7 @@ private static final long serialVersionUID = 0L;
   }
   private PartitionProduceData() {
     records_ = java.util.Collections.emptyList();
+    recordBatch_ = com.google.protobuf.ByteString.EMPTY;
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -65,6 +66,10 @@ private static final long serialVersionUID = 0L;
   @SuppressWarnings("serial")
   private java.util.List<leasehold.broker.v1.Record> records_;
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   @java.lang.Override
@@ -72,6 +77,10 @@ private static final long serialVersionUID = 0L;
     return records_;
   }
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   @java.lang.Override
@@ -80,6 +89,10 @@ private static final long serialVersionUID = 0L;
     return records_;
   }
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   @java.lang.Override
@@ -87,6 +100,10 @@ private static final long serialVersionUID = 0L;
     return records_.size();
   }
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   @java.lang.Override
@@ -94,6 +111,10 @@ private static final long serialVersionUID = 0L;
     return records_.get(index);
   }
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   @java.lang.Override
@@ -133,6 +154,111 @@ private static final long serialVersionUID = 0L;
     return currentLeaderEpoch_;
   }
 
+  public static final int RECORD_BATCH_FIELD_NUMBER = 4;
+  private com.google.protobuf.ByteString recordBatch_ = com.google.protobuf.ByteString.EMPTY;
+  /**
+   * <pre>
+   * One record batch as the producer built it (the log's format: Kafka's v2 record batch
+   * with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+   * its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+   * sequence are in its header. Empty: the records field is used.
+   * </pre>
+   *
+   * <code>bytes record_batch = 4 [json_name = "recordBatch"];</code>
+   * @return The recordBatch.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString getRecordBatch() {
+    return recordBatch_;
+  }
+
+  public static final int PRODUCER_ID_FIELD_NUMBER = 5;
+  private long producerId_ = 0L;
+  /**
+   * <pre>
+   * With records: the idempotent producer that sent them. Absent: not an idempotent
+   * producer's records (no deduplication). All three are set together, never with
+   * record_batch.
+   * </pre>
+   *
+   * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+   * @return Whether the producerId field is set.
+   */
+  @java.lang.Override
+  public boolean hasProducerId() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * With records: the idempotent producer that sent them. Absent: not an idempotent
+   * producer's records (no deduplication). All three are set together, never with
+   * record_batch.
+   * </pre>
+   *
+   * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+   * @return The producerId.
+   */
+  @java.lang.Override
+  public long getProducerId() {
+    return producerId_;
+  }
+
+  public static final int PRODUCER_EPOCH_FIELD_NUMBER = 6;
+  private int producerEpoch_ = 0;
+  /**
+   * <pre>
+   * The producer's epoch (0 to 32767). Absent with producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+   * @return Whether the producerEpoch field is set.
+   */
+  @java.lang.Override
+  public boolean hasProducerEpoch() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * The producer's epoch (0 to 32767). Absent with producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+   * @return The producerEpoch.
+   */
+  @java.lang.Override
+  public int getProducerEpoch() {
+    return producerEpoch_;
+  }
+
+  public static final int BASE_SEQUENCE_FIELD_NUMBER = 7;
+  private int baseSequence_ = 0;
+  /**
+   * <pre>
+   * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+   * producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+   * @return Whether the baseSequence field is set.
+   */
+  @java.lang.Override
+  public boolean hasBaseSequence() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+   * producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+   * @return The baseSequence.
+   */
+  @java.lang.Override
+  public int getBaseSequence() {
+    return baseSequence_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -156,6 +282,18 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeInt32(3, currentLeaderEpoch_);
     }
+    if (!recordBatch_.isEmpty()) {
+      output.writeBytes(4, recordBatch_);
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      output.writeInt64(5, producerId_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeInt32(6, producerEpoch_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeInt32(7, baseSequence_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -176,6 +314,22 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(3, currentLeaderEpoch_);
+    }
+    if (!recordBatch_.isEmpty()) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBytesSize(4, recordBatch_);
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt64Size(5, producerId_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(6, producerEpoch_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(7, baseSequence_);
     }
     return size;
   }
@@ -210,6 +364,23 @@ private static final long serialVersionUID = 0L;
       if (getCurrentLeaderEpoch()
           != other.getCurrentLeaderEpoch()) return false;
     }
+    if (!getRecordBatch()
+        .equals(other.getRecordBatch())) return false;
+    if (hasProducerId() != other.hasProducerId()) return false;
+    if (hasProducerId()) {
+      if (getProducerId()
+          != other.getProducerId()) return false;
+    }
+    if (hasProducerEpoch() != other.hasProducerEpoch()) return false;
+    if (hasProducerEpoch()) {
+      if (getProducerEpoch()
+          != other.getProducerEpoch()) return false;
+    }
+    if (hasBaseSequence() != other.hasBaseSequence()) return false;
+    if (hasBaseSequence()) {
+      if (getBaseSequence()
+          != other.getBaseSequence()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -230,6 +401,21 @@ private static final long serialVersionUID = 0L;
     if (hasCurrentLeaderEpoch()) {
       hash = (37 * hash) + CURRENT_LEADER_EPOCH_FIELD_NUMBER;
       hash = (53 * hash) + getCurrentLeaderEpoch();
+    }
+    hash = (37 * hash) + RECORD_BATCH_FIELD_NUMBER;
+    hash = (53 * hash) + getRecordBatch().hashCode();
+    if (hasProducerId()) {
+      hash = (37 * hash) + PRODUCER_ID_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+          getProducerId());
+    }
+    if (hasProducerEpoch()) {
+      hash = (37 * hash) + PRODUCER_EPOCH_FIELD_NUMBER;
+      hash = (53 * hash) + getProducerEpoch();
+    }
+    if (hasBaseSequence()) {
+      hash = (37 * hash) + BASE_SEQUENCE_FIELD_NUMBER;
+      hash = (53 * hash) + getBaseSequence();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -371,6 +557,10 @@ private static final long serialVersionUID = 0L;
       }
       bitField0_ = (bitField0_ & ~0x00000002);
       currentLeaderEpoch_ = 0;
+      recordBatch_ = com.google.protobuf.ByteString.EMPTY;
+      producerId_ = 0L;
+      producerEpoch_ = 0;
+      baseSequence_ = 0;
       return this;
     }
 
@@ -425,6 +615,21 @@ private static final long serialVersionUID = 0L;
         result.currentLeaderEpoch_ = currentLeaderEpoch_;
         to_bitField0_ |= 0x00000001;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.recordBatch_ = recordBatch_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.producerId_ = producerId_;
+        to_bitField0_ |= 0x00000002;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.producerEpoch_ = producerEpoch_;
+        to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.baseSequence_ = baseSequence_;
+        to_bitField0_ |= 0x00000008;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -471,6 +676,18 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasCurrentLeaderEpoch()) {
         setCurrentLeaderEpoch(other.getCurrentLeaderEpoch());
+      }
+      if (!other.getRecordBatch().isEmpty()) {
+        setRecordBatch(other.getRecordBatch());
+      }
+      if (other.hasProducerId()) {
+        setProducerId(other.getProducerId());
+      }
+      if (other.hasProducerEpoch()) {
+        setProducerEpoch(other.getProducerEpoch());
+      }
+      if (other.hasBaseSequence()) {
+        setBaseSequence(other.getBaseSequence());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -519,6 +736,26 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 24
+            case 34: {
+              recordBatch_ = input.readBytes();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
+            case 40: {
+              producerId_ = input.readInt64();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 40
+            case 48: {
+              producerEpoch_ = input.readInt32();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
+            case 56: {
+              baseSequence_ = input.readInt32();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -581,6 +818,10 @@ private static final long serialVersionUID = 0L;
         leasehold.broker.v1.Record, leasehold.broker.v1.Record.Builder, leasehold.broker.v1.RecordOrBuilder> recordsBuilder_;
 
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public java.util.List<leasehold.broker.v1.Record> getRecordsList() {
@@ -591,6 +832,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public int getRecordsCount() {
@@ -601,6 +846,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public leasehold.broker.v1.Record getRecords(int index) {
@@ -611,6 +860,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder setRecords(
@@ -626,6 +879,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder setRecords(
@@ -640,6 +897,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder addRecords(leasehold.broker.v1.Record value) {
@@ -654,6 +915,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder addRecords(
@@ -669,6 +934,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder addRecords(
@@ -683,6 +952,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder addRecords(
@@ -697,6 +970,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder addAllRecords(
@@ -712,6 +989,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder clearRecords() {
@@ -725,6 +1006,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public Builder removeRecords(int index) {
@@ -738,6 +1023,10 @@ private static final long serialVersionUID = 0L;
       return this;
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public leasehold.broker.v1.Record.Builder getRecordsBuilder(
@@ -745,6 +1034,10 @@ private static final long serialVersionUID = 0L;
       return internalGetRecordsFieldBuilder().getBuilder(index);
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public leasehold.broker.v1.RecordOrBuilder getRecordsOrBuilder(
@@ -755,6 +1048,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public java.util.List<? extends leasehold.broker.v1.RecordOrBuilder> 
@@ -766,6 +1063,10 @@ private static final long serialVersionUID = 0L;
       }
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public leasehold.broker.v1.Record.Builder addRecordsBuilder() {
@@ -773,6 +1074,10 @@ private static final long serialVersionUID = 0L;
           leasehold.broker.v1.Record.getDefaultInstance());
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public leasehold.broker.v1.Record.Builder addRecordsBuilder(
@@ -781,6 +1086,10 @@ private static final long serialVersionUID = 0L;
           index, leasehold.broker.v1.Record.getDefaultInstance());
     }
     /**
+     * <pre>
+     * Records for the leader to encode into one batch. Empty when record_batch is set.
+     * </pre>
+     *
      * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
      */
     public java.util.List<leasehold.broker.v1.Record.Builder> 
@@ -862,6 +1171,239 @@ private static final long serialVersionUID = 0L;
     public Builder clearCurrentLeaderEpoch() {
       bitField0_ = (bitField0_ & ~0x00000004);
       currentLeaderEpoch_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.ByteString recordBatch_ = com.google.protobuf.ByteString.EMPTY;
+    /**
+     * <pre>
+     * One record batch as the producer built it (the log's format: Kafka's v2 record batch
+     * with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+     * its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+     * sequence are in its header. Empty: the records field is used.
+     * </pre>
+     *
+     * <code>bytes record_batch = 4 [json_name = "recordBatch"];</code>
+     * @return The recordBatch.
+     */
+    @java.lang.Override
+    public com.google.protobuf.ByteString getRecordBatch() {
+      return recordBatch_;
+    }
+    /**
+     * <pre>
+     * One record batch as the producer built it (the log's format: Kafka's v2 record batch
+     * with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+     * its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+     * sequence are in its header. Empty: the records field is used.
+     * </pre>
+     *
+     * <code>bytes record_batch = 4 [json_name = "recordBatch"];</code>
+     * @param value The recordBatch to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRecordBatch(com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      recordBatch_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * One record batch as the producer built it (the log's format: Kafka's v2 record batch
+     * with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+     * its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+     * sequence are in its header. Empty: the records field is used.
+     * </pre>
+     *
+     * <code>bytes record_batch = 4 [json_name = "recordBatch"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRecordBatch() {
+      bitField0_ = (bitField0_ & ~0x00000008);
+      recordBatch_ = getDefaultInstance().getRecordBatch();
+      onChanged();
+      return this;
+    }
+
+    private long producerId_ ;
+    /**
+     * <pre>
+     * With records: the idempotent producer that sent them. Absent: not an idempotent
+     * producer's records (no deduplication). All three are set together, never with
+     * record_batch.
+     * </pre>
+     *
+     * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+     * @return Whether the producerId field is set.
+     */
+    @java.lang.Override
+    public boolean hasProducerId() {
+      return ((bitField0_ & 0x00000010) != 0);
+    }
+    /**
+     * <pre>
+     * With records: the idempotent producer that sent them. Absent: not an idempotent
+     * producer's records (no deduplication). All three are set together, never with
+     * record_batch.
+     * </pre>
+     *
+     * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+     * @return The producerId.
+     */
+    @java.lang.Override
+    public long getProducerId() {
+      return producerId_;
+    }
+    /**
+     * <pre>
+     * With records: the idempotent producer that sent them. Absent: not an idempotent
+     * producer's records (no deduplication). All three are set together, never with
+     * record_batch.
+     * </pre>
+     *
+     * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+     * @param value The producerId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setProducerId(long value) {
+
+      producerId_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * With records: the idempotent producer that sent them. Absent: not an idempotent
+     * producer's records (no deduplication). All three are set together, never with
+     * record_batch.
+     * </pre>
+     *
+     * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearProducerId() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      producerId_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private int producerEpoch_ ;
+    /**
+     * <pre>
+     * The producer's epoch (0 to 32767). Absent with producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+     * @return Whether the producerEpoch field is set.
+     */
+    @java.lang.Override
+    public boolean hasProducerEpoch() {
+      return ((bitField0_ & 0x00000020) != 0);
+    }
+    /**
+     * <pre>
+     * The producer's epoch (0 to 32767). Absent with producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+     * @return The producerEpoch.
+     */
+    @java.lang.Override
+    public int getProducerEpoch() {
+      return producerEpoch_;
+    }
+    /**
+     * <pre>
+     * The producer's epoch (0 to 32767). Absent with producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+     * @param value The producerEpoch to set.
+     * @return This builder for chaining.
+     */
+    public Builder setProducerEpoch(int value) {
+
+      producerEpoch_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The producer's epoch (0 to 32767). Absent with producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearProducerEpoch() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      producerEpoch_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int baseSequence_ ;
+    /**
+     * <pre>
+     * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+     * producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+     * @return Whether the baseSequence field is set.
+     */
+    @java.lang.Override
+    public boolean hasBaseSequence() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+     * producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+     * @return The baseSequence.
+     */
+    @java.lang.Override
+    public int getBaseSequence() {
+      return baseSequence_;
+    }
+    /**
+     * <pre>
+     * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+     * producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+     * @param value The baseSequence to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBaseSequence(int value) {
+
+      baseSequence_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+     * producer_id absent.
+     * </pre>
+     *
+     * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBaseSequence() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      baseSequence_ = 0;
       onChanged();
       return this;
     }

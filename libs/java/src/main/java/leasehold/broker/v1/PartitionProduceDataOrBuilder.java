@@ -17,24 +17,44 @@ public interface PartitionProduceDataOrBuilder extends
   int getPartition();
 
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   java.util.List<leasehold.broker.v1.Record> 
       getRecordsList();
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   leasehold.broker.v1.Record getRecords(int index);
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   int getRecordsCount();
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   java.util.List<? extends leasehold.broker.v1.RecordOrBuilder> 
       getRecordsOrBuilderList();
   /**
+   * <pre>
+   * Records for the leader to encode into one batch. Empty when record_batch is set.
+   * </pre>
+   *
    * <code>repeated .leasehold.broker.v1.Record records = 2 [json_name = "records"];</code>
    */
   leasehold.broker.v1.RecordOrBuilder getRecordsOrBuilder(
@@ -62,4 +82,80 @@ public interface PartitionProduceDataOrBuilder extends
    * @return The currentLeaderEpoch.
    */
   int getCurrentLeaderEpoch();
+
+  /**
+   * <pre>
+   * One record batch as the producer built it (the log's format: Kafka's v2 record batch
+   * with magic 3), stored as sent after its header and CRC are checked; the leader sets only
+   * its base offset and partition leader epoch. An idempotent producer's id, epoch and base
+   * sequence are in its header. Empty: the records field is used.
+   * </pre>
+   *
+   * <code>bytes record_batch = 4 [json_name = "recordBatch"];</code>
+   * @return The recordBatch.
+   */
+  com.google.protobuf.ByteString getRecordBatch();
+
+  /**
+   * <pre>
+   * With records: the idempotent producer that sent them. Absent: not an idempotent
+   * producer's records (no deduplication). All three are set together, never with
+   * record_batch.
+   * </pre>
+   *
+   * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+   * @return Whether the producerId field is set.
+   */
+  boolean hasProducerId();
+  /**
+   * <pre>
+   * With records: the idempotent producer that sent them. Absent: not an idempotent
+   * producer's records (no deduplication). All three are set together, never with
+   * record_batch.
+   * </pre>
+   *
+   * <code>optional int64 producer_id = 5 [json_name = "producerId"];</code>
+   * @return The producerId.
+   */
+  long getProducerId();
+
+  /**
+   * <pre>
+   * The producer's epoch (0 to 32767). Absent with producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+   * @return Whether the producerEpoch field is set.
+   */
+  boolean hasProducerEpoch();
+  /**
+   * <pre>
+   * The producer's epoch (0 to 32767). Absent with producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 producer_epoch = 6 [json_name = "producerEpoch"];</code>
+   * @return The producerEpoch.
+   */
+  int getProducerEpoch();
+
+  /**
+   * <pre>
+   * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+   * producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+   * @return Whether the baseSequence field is set.
+   */
+  boolean hasBaseSequence();
+  /**
+   * <pre>
+   * Sequence number of the first record (0 to 2^31-1, then wrapping to 0). Absent with
+   * producer_id absent.
+   * </pre>
+   *
+   * <code>optional int32 base_sequence = 7 [json_name = "baseSequence"];</code>
+   * @return The baseSequence.
+   */
+  int getBaseSequence();
 }

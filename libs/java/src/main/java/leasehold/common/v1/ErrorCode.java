@@ -129,9 +129,34 @@ public enum ErrorCode
    */
   ERROR_CODE_POLICY_VIOLATION(44),
   /**
+   * <pre>
+   * An idempotent producer's batch whose first sequence does not follow its last one.
+   * </pre>
+   *
+   * <code>ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER = 45;</code>
+   */
+  ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER(45),
+  /**
+   * <pre>
+   * An idempotent producer's batch under an epoch older than the partition has seen.
+   * </pre>
+   *
+   * <code>ERROR_CODE_INVALID_PRODUCER_EPOCH = 47;</code>
+   */
+  ERROR_CODE_INVALID_PRODUCER_EPOCH(47),
+  /**
    * <code>ERROR_CODE_KAFKA_STORAGE_ERROR = 56;</code>
    */
   ERROR_CODE_KAFKA_STORAGE_ERROR(56),
+  /**
+   * <pre>
+   * An idempotent producer's batch not at sequence 0 for a producer the partition holds no
+   * state of (never seen, or its batches are gone): the producer restarts its sequences.
+   * </pre>
+   *
+   * <code>ERROR_CODE_UNKNOWN_PRODUCER_ID = 59;</code>
+   */
+  ERROR_CODE_UNKNOWN_PRODUCER_ID(59),
   /**
    * <code>ERROR_CODE_REASSIGNMENT_IN_PROGRESS = 60;</code>
    */
@@ -355,9 +380,34 @@ public enum ErrorCode
    */
   public static final int ERROR_CODE_POLICY_VIOLATION_VALUE = 44;
   /**
+   * <pre>
+   * An idempotent producer's batch whose first sequence does not follow its last one.
+   * </pre>
+   *
+   * <code>ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER = 45;</code>
+   */
+  public static final int ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER_VALUE = 45;
+  /**
+   * <pre>
+   * An idempotent producer's batch under an epoch older than the partition has seen.
+   * </pre>
+   *
+   * <code>ERROR_CODE_INVALID_PRODUCER_EPOCH = 47;</code>
+   */
+  public static final int ERROR_CODE_INVALID_PRODUCER_EPOCH_VALUE = 47;
+  /**
    * <code>ERROR_CODE_KAFKA_STORAGE_ERROR = 56;</code>
    */
   public static final int ERROR_CODE_KAFKA_STORAGE_ERROR_VALUE = 56;
+  /**
+   * <pre>
+   * An idempotent producer's batch not at sequence 0 for a producer the partition holds no
+   * state of (never seen, or its batches are gone): the producer restarts its sequences.
+   * </pre>
+   *
+   * <code>ERROR_CODE_UNKNOWN_PRODUCER_ID = 59;</code>
+   */
+  public static final int ERROR_CODE_UNKNOWN_PRODUCER_ID_VALUE = 59;
   /**
    * <code>ERROR_CODE_REASSIGNMENT_IN_PROGRESS = 60;</code>
    */
@@ -511,7 +561,10 @@ public enum ErrorCode
       case 41: return ERROR_CODE_NOT_CONTROLLER;
       case 42: return ERROR_CODE_INVALID_REQUEST;
       case 44: return ERROR_CODE_POLICY_VIOLATION;
+      case 45: return ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER;
+      case 47: return ERROR_CODE_INVALID_PRODUCER_EPOCH;
       case 56: return ERROR_CODE_KAFKA_STORAGE_ERROR;
+      case 59: return ERROR_CODE_UNKNOWN_PRODUCER_ID;
       case 60: return ERROR_CODE_REASSIGNMENT_IN_PROGRESS;
       case 70: return ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND;
       case 71: return ERROR_CODE_INVALID_FETCH_SESSION_EPOCH;
