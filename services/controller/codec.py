@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from leasehold import protowire
+from leasehold import fastwire
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd.client import KV
 from leasehold.metadata.v1 import metadata_pb2
@@ -78,51 +78,52 @@ def decode_partition_state(value: bytes, mod_revision: int) -> StoredPartitionSt
     return StoredPartitionState(lai, tuple(pb.adding_replicas), tuple(pb.removing_replicas))
 
 
-# Keys (``protowire.tag``) of ``PartitionState``'s fields, for ``encode_partition_state``.
-_V, _L = protowire.VARINT, protowire.LEN
-_PS_LEADER, _PS_LEADER_EPOCH = protowire.tag(1, _V), protowire.tag(2, _V)
-_PS_ISR, _PS_CONTROLLER_EPOCH = protowire.tag(3, _L), protowire.tag(4, _V)
-_PS_ADDING, _PS_REMOVING = protowire.tag(5, _L), protowire.tag(6, _L)
-_PS_RECOVERY, _PS_OFFLINE = protowire.tag(7, _V), protowire.tag(8, _L)
+def recovery_state(recovering: bool) -> int:
+    return RECOVERING if recovering else RECOVERED
 
-# Encoded (leader, leader epoch) heads and (ISR, controller epoch, adding, removing, recovering,
-# offline) tails of partition-state values: a broker failure's 10,000 states share a handful of
-# each, so a value is two lookups and a concatenation (see ``encode_partition_state``).
-_heads: dict[tuple[int, int], bytes] = {}
-_tails: dict[tuple[object, ...], bytes] = {}
+
+class StoredValue(NamedTuple):
+    """What a partition-state key's value is encoded from."""
+
+    leader_and_isr: LeaderAndIsr
+    assignment: ReplicaAssignment
+    offline_replicas: tuple[int, ...]
+
+
+# The value in two pieces: (leader, leader epoch) and everything else; a broker failure's
+# 10,000 states share a handful of each, so a value is two lookups and a concatenation.
+PARTITION_STATE = fastwire.Layout(
+    metadata_pb2.PartitionState,
+    [
+        fastwire.group("leader", "leader_epoch"),
+        fastwire.group(
+            "isr",
+            "controller_epoch",
+            "adding_replicas",
+            "removing_replicas",
+            "leader_recovery_state",
+            "offline_replicas",
+        ),
+    ],
+    domain=StoredValue,
+    read={
+        "adding_replicas": "assignment.adding",
+        "removing_replicas": "assignment.removing",
+        "leader_recovery_state": "leader_and_isr.recovering",
+    },
+    convert={"leader_recovery_state": recovery_state, "offline_replicas": sorted},
+    open_end=True,
+)
+_STATE = PARTITION_STATE.encoder()
 
 
 def encode_partition_state(
     lai: LeaderAndIsr, assignment: ReplicaAssignment, offline: Iterable[int] = ()
 ) -> bytes:
-    """The partition-state key's value (``metadata_pb2.PartitionState``), assembled by hand
-    from cached pieces: the same bytes as the generated encoder (checked by
-    ``tests/unit/controller_service/test_ctlsvc_codec.py``) for a fifth of its cost; a broker
-    failure encodes 10,000 on the controller's loop before its first commit."""
-    head_key = (lai.leader, lai.leader_epoch)
-    head = _heads.get(head_key)
-    if head is None:
-        leader = protowire.scalar(_PS_LEADER, lai.leader)
-        epoch = protowire.scalar(_PS_LEADER_EPOCH, lai.leader_epoch)
-        head = protowire.keep(_heads, head_key, leader + epoch)
-    off = tuple(sorted(offline)) if offline else ()
-    tail_key = (
-        lai.isr, lai.controller_epoch, assignment.adding, assignment.removing, lai.recovering, off
-    )  # fmt: skip
-    tail = _tails.get(tail_key)
-    if tail is None:
-        encoded = b"".join(
-            [
-                protowire.packed(_PS_ISR, lai.isr),
-                protowire.scalar(_PS_CONTROLLER_EPOCH, lai.controller_epoch),
-                protowire.packed(_PS_ADDING, assignment.adding),
-                protowire.packed(_PS_REMOVING, assignment.removing),
-                protowire.scalar(_PS_RECOVERY, RECOVERING if lai.recovering else RECOVERED),
-                protowire.packed(_PS_OFFLINE, off),
-            ]
-        )
-        tail = protowire.keep(_tails, tail_key, encoded)
-    return head + tail
+    """The partition-state key's value (``metadata_pb2.PartitionState``, offline replicas in
+    order), from cached pieces: the same bytes as the generated classes (checked by
+    ``tests/unit/controller_service/test_ctlsvc_codec.py``)."""
+    return _STATE.fields(lai, assignment, offline if type(offline) is tuple else tuple(offline))
 
 
 def encode_write(write: PartitionStateWrite, offline: Iterable[int] = ()) -> bytes:

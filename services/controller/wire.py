@@ -13,11 +13,11 @@ and each broker's request is its own small header followed by those bytes. Proto
 concatenated encodings as one message (repeated fields append), so the broker sees an ordinary
 ``UpdateMetadataRequest``.
 
-The partition states themselves are put together by hand (``StateEncoder``, from pieces kept
-per value: ``leasehold.protowire``), not through the generated classes: a broker failure at
-10,000 partitions encodes 10,000 of each kind between its commit and its first requests, and
-one generated message per state cost ~5 us of it. ``tests/unit/controller_service/
-test_ctlsvc_state_wire.py`` checks the bytes against the generated encoder.
+The partition states themselves are encoded from pieces kept per value (``StateEncoder``, by
+code that ``leasehold.fastwire`` generates from the layouts below), not one generated message
+object per state: a broker failure at 10,000 partitions encodes 10,000 of each kind between its
+commit and its first requests. ``tests/unit/controller_service/test_ctlsvc_state_wire.py``
+checks the bytes against the generated classes.
 """
 
 from __future__ import annotations
@@ -28,15 +28,14 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
-from leasehold import protowire
+from leasehold import fastwire
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
-from services.controller.codec import RECOVERED, RECOVERING
+from services.controller.codec import RECOVERED, RECOVERING, recovery_state
 from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
     LeaderAndIsrPartitionState,
-    TopicPartition,
     UpdateMetadataPartitionState,
 )
 
@@ -101,129 +100,57 @@ def leader_and_isr(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest | Non
     return pb
 
 
-# Keys (``protowire.tag``) of the partition-state fields. Both state messages number topic,
-# topic id, partition, controller epoch, leader, leader epoch, ISR, partition epoch and replicas
-# 1-9 alike; then LeaderAndIsr has adding (10), removing (11), is_new (12) and the recovery
-# state (13), UpdateMetadata the offline replicas (10).
-_V, _L = protowire.VARINT, protowire.LEN
-_TOPIC, _TOPIC_ID = protowire.tag(1, _L), protowire.tag(2, _L)
-_PARTITION, _CONTROLLER_EPOCH = protowire.tag(3, _V), protowire.tag(4, _V)
-_LEADER, _LEADER_EPOCH = protowire.tag(5, _V), protowire.tag(6, _V)
-_ISR, _PARTITION_EPOCH, _REPLICAS = protowire.tag(7, _L), protowire.tag(8, _V), protowire.tag(9, _L)
-_ADDING, _REMOVING = protowire.tag(10, _L), protowire.tag(11, _L)
-_IS_NEW, _RECOVERY = protowire.tag(12, _V) + b"\x01", protowire.tag(13, _V)
-_OFFLINE = protowire.tag(10, _L)
-# ``partition_states`` is field 4 of both requests.
-_PARTITION_STATES = protowire.tag(4, _L)
+# The partition states' layouts: topic and topic id; the partition number; controller epoch,
+# leader, leader epoch and ISR (partitions moved by one event mostly share them); the partition
+# epoch (the etcd revision: new every time, so not cached); the replica lists and flags.
+_TOPIC = fastwire.group("topic", "topic_id")
+_PARTITION = fastwire.group("partition")
+_LEADERSHIP = fastwire.group("controller_epoch", "leader", "leader_epoch", "isr")
+_EPOCH = fastwire.group("partition_epoch", cached=False)
+LEADER_AND_ISR_STATE = fastwire.Layout(
+    control_pb2.LeaderAndIsrPartitionState,
+    [
+        _TOPIC,
+        _PARTITION,
+        _LEADERSHIP,
+        _EPOCH,
+        fastwire.group(
+            "replicas", "adding_replicas", "removing_replicas", "is_new", "leader_recovery_state"
+        ),
+    ],
+    domain=LeaderAndIsrPartitionState,
+    read={"leader_recovery_state": "leader_and_isr.recovering"},
+    convert={"leader_recovery_state": recovery_state},
+    open_end=True,
+    entry_of=(control_pb2.LeaderAndIsrRequest, "partition_states"),
+)
+UPDATE_METADATA_STATE = fastwire.Layout(
+    control_pb2.UpdateMetadataPartitionState,
+    [_TOPIC, _PARTITION, _LEADERSHIP, _EPOCH, fastwire.group("replicas", "offline_replicas")],
+    domain=UpdateMetadataPartitionState,
+    open_end=True,
+    entry_of=(control_pb2.UpdateMetadataRequest, "partition_states"),
+)
+_PARTITION_STATES = fastwire.field_key(control_pb2.UpdateMetadataRequest, "partition_states")
 
 
 class StateEncoder:
-    """LeaderAndIsr and UpdateMetadata partition states in wire form (module docstring). One
-    per process (``ENCODER``): the pieces are shared by every request it encodes.
-
-    A state is a few pieces kept per value, joined: the topic and its id; the partition
-    number; controller epoch, leader, leader epoch and ISR together (partitions moved by one
-    event mostly share them); the partition epoch (the etcd revision: a new value every time,
-    so encoded afresh); the replica lists and flags together. Each kind of piece is kept in a
-    dict of its own, bounded by ``protowire.MAX_PIECES`` (cleared when full)."""
+    """LeaderAndIsr and UpdateMetadata partition states in wire form (module docstring), from
+    pieces kept per value (``leasehold.fastwire``). One per process (``ENCODER``): the pieces
+    are shared by every request it encodes."""
 
     def __init__(self) -> None:
-        # Per kind of piece, by the values it encodes; each bounded (``protowire.MAX_PIECES``).
-        self._topics: dict[tuple[str, str], bytes] = {}
-        self._partitions: dict[int, bytes] = {}
-        self._leaderships: dict[tuple[int, int, int, tuple[int, ...]], bytes] = {}
-        self._assignments: dict[tuple, bytes] = {}  # LeaderAndIsr: replica lists and flags
-        self._replica_lists: dict[tuple, bytes] = {}  # UpdateMetadata: replicas and offline
-
-    def _common(self, tp: TopicPartition, topic_id: str) -> bytes:
-        """Topic, topic id and partition number."""
-        key = (tp.topic, topic_id)
-        topic = self._topics.get(key)
-        if topic is None:
-            encoded = protowire.string(_TOPIC, tp.topic) + protowire.string(_TOPIC_ID, topic_id)
-            topic = protowire.keep(self._topics, key, encoded)
-        partition = self._partitions.get(tp.partition)
-        if partition is None:
-            encoded = protowire.scalar(_PARTITION, tp.partition)
-            partition = protowire.keep(self._partitions, tp.partition, encoded)
-        return topic + partition
-
-    def _leadership(
-        self, epoch: int, leader: int, leader_epoch: int, isr: tuple[int, ...]
-    ) -> bytes:
-        key = (epoch, leader, leader_epoch, isr)
-        piece = self._leaderships.get(key)
-        if piece is None:
-            encoded = (
-                protowire.scalar(_CONTROLLER_EPOCH, epoch)
-                + protowire.scalar(_LEADER, leader)
-                + protowire.scalar(_LEADER_EPOCH, leader_epoch)
-                + protowire.packed(_ISR, isr)
-            )
-            piece = protowire.keep(self._leaderships, key, encoded)
-        return piece
-
-    def _assignment(
-        self,
-        replicas: tuple[int, ...],
-        adding: tuple[int, ...],
-        removing: tuple[int, ...],
-        is_new: bool,
-        recovering: bool,
-    ) -> bytes:
-        key = (replicas, adding, removing, is_new, recovering)
-        piece = self._assignments.get(key)
-        if piece is None:
-            encoded = (
-                protowire.packed(_REPLICAS, replicas)
-                + protowire.packed(_ADDING, adding)
-                + protowire.packed(_REMOVING, removing)
-                + (_IS_NEW if is_new else b"")
-                + protowire.scalar(_RECOVERY, RECOVERING if recovering else RECOVERED)
-            )
-            piece = protowire.keep(self._assignments, key, encoded)
-        return piece
-
-    def _replicas(self, replicas: tuple[int, ...], offline: tuple[int, ...]) -> bytes:
-        key = (replicas, offline)
-        piece = self._replica_lists.get(key)
-        if piece is None:
-            encoded = protowire.packed(_REPLICAS, replicas) + protowire.packed(_OFFLINE, offline)
-            piece = protowire.keep(self._replica_lists, key, encoded)
-        return piece
-
-    def leader_and_isr(self, s: LeaderAndIsrPartitionState) -> bytes:
-        """One state as an element of ``LeaderAndIsrRequest.partition_states``."""
-        lai = s.leader_and_isr
-        epoch = lai.partition_epoch
-        body = b"".join(
-            (
-                self._common(s.tp, s.topic_id),
-                self._leadership(lai.controller_epoch, lai.leader, lai.leader_epoch, lai.isr),
-                protowire.scalar(_PARTITION_EPOCH, epoch),
-                self._assignment(
-                    s.replicas, s.adding_replicas, s.removing_replicas, s.is_new, lai.recovering
-                ),
-            )
-        )
-        return protowire.length_delimited(_PARTITION_STATES, body)
-
-    def update_metadata(self, s: UpdateMetadataPartitionState) -> bytes:
-        """One state's own encoding (an ``UpdateMetadataPartitionState`` message)."""
-        epoch = s.partition_epoch
-        return b"".join(
-            (
-                self._common(s.tp, s.topic_id),
-                self._leadership(s.controller_epoch, s.leader, s.leader_epoch, s.isr),
-                protowire.scalar(_PARTITION_EPOCH, epoch),
-                self._replicas(s.replicas, s.offline_replicas),
-            )
-        )
+        self._leader_and_isr = LEADER_AND_ISR_STATE.encoder()
+        self._update_metadata = UPDATE_METADATA_STATE.encoder()
+        # One state as an element of ``LeaderAndIsrRequest.partition_states``.
+        self.leader_and_isr = self._leader_and_isr.entry
+        # One state's own encoding (an ``UpdateMetadataPartitionState`` message).
+        self.update_metadata = self._update_metadata.encode
 
     def update_metadata_body(self, states: Iterable[UpdateMetadataPartitionState]) -> bytes:
         """States as the ``partition_states`` of an UpdateMetadataRequest."""
-        entry, state = protowire.length_delimited, self.update_metadata
-        return b"".join([entry(_PARTITION_STATES, state(s)) for s in states])
+        entry = self._update_metadata.entry
+        return b"".join([entry(s) for s in states])
 
 
 ENCODER = StateEncoder()
@@ -331,7 +258,7 @@ def update_metadata_state_bytes(s: UpdateMetadataPartitionState) -> bytes:
 def update_metadata_entry(state_bytes: bytes) -> bytes:
     """``state_bytes`` as one element of a request's ``partition_states``: key, length, bytes
     (what ``update_metadata_body`` of that one state is)."""
-    return protowire.length_delimited(_PARTITION_STATES, state_bytes)
+    return fastwire.length_delimited(_PARTITION_STATES, state_bytes)
 
 
 def update_metadata_body(states: Iterable[UpdateMetadataPartitionState]) -> bytes:

@@ -6,11 +6,10 @@ key create revision and the controller-epoch key's mod revision) plus one compar
 transactions of at most ``MAX_TXN_OPS`` operations and ``MAX_TXN_BYTES`` bytes (etcd's defaults
 are 128 ops and 1.5 MiB per request) and several transactions run at once.
 
-Transactions are sent already encoded (``txn_request``, checked against the generated classes
-in ``tests/unit/etcd/test_fenced_wire.py``): building 128 compares and 128 puts per
-transaction through the generated messages cost 3-5 us per write, 30-50 ms of a
-10,000-partition broker failure's commit on the controller's event loop; by hand it is half
-that.
+Transactions are sent already encoded (``txn_request``, from ``leasehold.fastwire`` layouts,
+checked against the generated classes in ``tests/unit/etcd/test_fenced_wire.py``): building
+128 compares and 128 puts per transaction as generated message objects costs about twice as
+much of the controller's event loop, on the path of a broker failure's first commit.
 
 When a transaction fails, its failure branch reads back the fence keys, so a lost fence (raise
 :class:`FencedError`: we are not the controller any more) is told atomically; if the fence held,
@@ -31,7 +30,7 @@ from typing import NamedTuple
 
 from aetcd import rpc
 
-from leasehold import protowire
+from leasehold import fastwire
 from leasehold.etcd.client import (
     KV,
     EtcdClient,
@@ -137,54 +136,62 @@ def _compare_holds(c: rpc.Compare, kv: KV | None) -> bool:
     return actual > expected
 
 
-# Keys of the fields written by hand (``protowire.tag``): TxnRequest compare/success/failure;
-# Compare target, key and mod_revision (a oneof member: written even when 0; the result,
-# EQUAL, is 0 and left out); RequestOp request_put / request_delete_range; their key and value.
-_L, _V = protowire.LEN, protowire.VARINT
-_COMPARE, _SUCCESS, _FAILURE = protowire.tag(1, _L), protowire.tag(2, _L), protowire.tag(3, _L)
-_MOD_TARGET = protowire.tag(2, _V) + protowire.varint(rpc.Compare.MOD)
-_CMP_KEY, _CMP_MOD_REVISION = protowire.tag(3, _L), protowire.tag(6, _V)
-_OP_PUT, _OP_DELETE = protowire.tag(2, _L), protowire.tag(3, _L)
-_KEY, _VALUE = protowire.tag(1, _L), protowire.tag(2, _L)
-
-
-def _bytes_field(key: bytes, value: bytes) -> bytes:
-    return protowire.length_delimited(key, value) if value else b""
-
-
-def _write_compare(w: Write) -> bytes:
-    """``cmp_mod_revision(w.key, "=", w.expected)`` as an element of ``TxnRequest.compare``."""
-    body = (
-        _MOD_TARGET
-        + _bytes_field(_CMP_KEY, w.key)
-        + _CMP_MOD_REVISION
-        + protowire.varint(w.expected or 0)
-    )
-    return protowire.length_delimited(_COMPARE, body)
-
-
-def _write_op(w: Write) -> bytes:
-    """``op_put(w.key, w.value)`` (``op_delete(w.key)`` for a deletion) as an element of
-    ``TxnRequest.success``."""
-    key = _bytes_field(_KEY, w.key)
-    if w.value is None:
-        op = protowire.length_delimited(_OP_DELETE, key)
-    else:
-        op = protowire.length_delimited(_OP_PUT, key + _bytes_field(_VALUE, w.value))
-    return protowire.length_delimited(_SUCCESS, op)
+# A write's compare and operation (``cmp_mod_revision(key, "=", expected)``, ``op_put`` or
+# ``op_delete``) as elements of ``TxnRequest``'s fields, from ``fastwire`` layouts. A compare's
+# ``mod_revision`` is a oneof member: written even when 0 (a creation); EQUAL is 0, left out.
+_COMPARE = fastwire.Layout(
+    rpc.Compare,
+    [fastwire.group("result", "target", "key", "mod_revision", cached=False)],
+    domain=Write,
+    read={"mod_revision": "expected"},
+    const={"result": rpc.Compare.EQUAL, "target": rpc.Compare.MOD},
+    absent=("version", "create_revision", "value", "lease", "range_end"),
+    entry_of=(rpc.TxnRequest, "compare"),
+).encoder()
+_PUT = fastwire.Layout(
+    rpc.PutRequest,
+    [fastwire.group("key", "value", cached=False)],
+    domain=Write,
+    absent=("lease", "prev_kv", "ignore_value", "ignore_lease"),
+)
+_DELETE = fastwire.Layout(
+    rpc.DeleteRangeRequest,
+    [fastwire.group("key", cached=False)],
+    domain=Write,
+    absent=("range_end", "prev_kv"),
+)
+_OTHER_OPS = ("request_range", "request_txn")
+_PUT_OP = fastwire.Layout(
+    rpc.RequestOp,
+    [fastwire.group("request_put", cached=False)],
+    nested={"request_put": _PUT},
+    absent=(*_OTHER_OPS, "request_delete_range"),
+    entry_of=(rpc.TxnRequest, "success"),
+).encoder()
+_DELETE_OP = fastwire.Layout(
+    rpc.RequestOp,
+    [fastwire.group("request_delete_range", cached=False)],
+    nested={"request_delete_range": _DELETE},
+    absent=(*_OTHER_OPS, "request_put"),
+    entry_of=(rpc.TxnRequest, "success"),
+).encoder()
+_COMPARE_KEY = fastwire.field_key(rpc.TxnRequest, "compare")
+_FAILURE_KEY = fastwire.field_key(rpc.TxnRequest, "failure")
 
 
 def txn_request(fence: Fence, writes: Sequence[Write]) -> bytes:
     """The encoded ``TxnRequest`` committing ``writes`` under ``fence``: compares (the fence's,
     then each checked write's), the writes, and the fence keys read back on failure."""
     head = b"".join(
-        [protowire.length_delimited(_COMPARE, c.SerializeToString()) for c in fence.compares]
+        [fastwire.length_delimited(_COMPARE_KEY, c.SerializeToString()) for c in fence.compares]
     )
     reads = b"".join(
-        [protowire.length_delimited(_FAILURE, op_get(k).SerializeToString()) for k in fence.keys]
+        [fastwire.length_delimited(_FAILURE_KEY, op_get(k).SerializeToString()) for k in fence.keys]
     )
-    compares = b"".join([_write_compare(w) for w in writes if w.expected is not None])
-    return head + compares + b"".join([_write_op(w) for w in writes]) + reads
+    compare, put, delete = _COMPARE.entry, _PUT_OP.entry, _DELETE_OP.entry
+    compares = b"".join([compare(w) for w in writes if w.expected is not None])
+    ops = b"".join([delete(w) if w.value is None else put(w) for w in writes])
+    return head + compares + ops + reads
 
 
 async def _commit_chunk(

@@ -1,4 +1,4 @@
-"""The hand-assembled Metadata topics (``metadata_wire``) against the generated encoder."""
+"""The Metadata topics encoded from pieces (``metadata_wire``) against the generated encoder."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leasehold.broker.v1 import broker_pb2
+from leasehold.fastwire import varint
 from services.broker_agent.metadata_cache import PartitionView
-from services.broker_agent.metadata_wire import TopicEncoder, varint
+from services.broker_agent.metadata_wire import TopicEncoder
 from services.broker_agent.model import Code
 
 INT32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
