@@ -43,6 +43,7 @@ from services.controller.core import (
     ReplicaState,
     partitions_to_trigger_online,
 )
+from services.controller.core.startup import initial_partition_states, initial_replica_states
 from services.controller.events import Elected, Heartbeat
 from services.controller.flows.common import move_partitions, move_replicas
 from services.controller.store import NotElectedError
@@ -133,10 +134,8 @@ class Failover:
 
         # Replica state machine startup: initial states, then every live replica online.
         online, offline = ctx.online_and_offline_replicas()
-        for pr in online:
-            ctx.apply_replica_state(pr, ReplicaState.ONLINE)
-        for pr in offline:
-            ctx.apply_replica_state(pr, ReplicaState.REPLICA_DELETION_INELIGIBLE)
+        for pr, replica_state in initial_replica_states(online, offline):
+            ctx.apply_replica_state(pr, replica_state)
         await move_replicas(c, online, ReplicaState.ONLINE, record_unchanged=False)
         log.info(
             "replica state machine started: %d replicas online, %d ineligible",
@@ -146,14 +145,8 @@ class Failover:
         c.flush()
 
         # Partition state machine startup: initial states, then New/Offline -> Online.
-        for tp in ctx.all_partitions():
-            lai = ctx.leader_and_isr(tp)
-            if lai is None:
-                state = PartitionState.NEW
-            elif lai.has_leader and lai.leader in ctx.live_broker_ids:
-                state = PartitionState.ONLINE
-            else:
-                state = PartitionState.OFFLINE
+        live = ctx.live_broker_ids
+        for tp, state in initial_partition_states(ctx.all_partitions(), ctx.leader_and_isr, live):
             ctx.apply_partition_state(tp, state)
         await move_partitions(
             c,

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from leasehold.common.v1 import common_pb2
 from leasehold.metadata.v1 import metadata_pb2
 from services.controller import codec
 from services.controller.core import (
@@ -34,6 +33,14 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.core.plan_builder import PlanBuilder
+from services.controller.core.reassignment import (
+    LeaderStep,
+    ReassignmentRequestView,
+    Step,
+    completion_leader_step,
+    is_complete,
+    next_step,
+)
 from services.controller.events import ReassignmentRequest
 from services.controller.flows import throttles
 from services.controller.flows.common import (
@@ -77,73 +84,40 @@ class ReassignmentManager:
         if tps:
             await self._start(tps)
 
-    def _target(self, tp: TopicPartition) -> tuple[tuple[int, ...] | None, int, str]:
-        """``(target, error code, message)`` for a partition's intent (or recorded reassignment)."""
-        ctx = self.c.ctx
-        current = ctx.assignment(tp)
+    def _request(self, tp: TopicPartition) -> ReassignmentRequestView | None:
         entry = self.c.view.reassignments.get(tp)
-        if current is None:
-            return (
-                None,
-                common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
-                f"Unknown partition {tp}.",
-            )
-        if ctx.is_topic_queued_for_deletion(tp.topic):
-            return (
-                None,
-                common_pb2.ERROR_CODE_TOPIC_DELETION_IN_PROGRESS,
-                f"Topic {tp.topic} is being deleted.",
-            )
         if entry is None:
-            return current.target_replicas, 0, ""
+            return None
         intent = entry[0]
-        if intent.cancel:
-            if not current.is_being_reassigned:
-                return (
-                    None,
-                    common_pb2.ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS,
-                    (f"No reassignment of {tp} is in progress."),
-                )
-            return current.origin_replicas, 0, ""
-        target = tuple(intent.target_replicas)
-        if not target or len(set(target)) != len(target):
-            return (
-                None,
-                common_pb2.ERROR_CODE_INVALID_REPLICA_ASSIGNMENT,
-                f"Bad replicas {list(target)}.",
-            )
-        return target, 0, ""
+        return ReassignmentRequestView(tuple(intent.target_replicas), intent.cancel)
 
     async def _start(self, tps: Iterable[TopicPartition]) -> None:
         """Kafka's onPartitionReassignment for many partitions at once, batched per step."""
         c = self.c
         ctx = c.ctx
-        rejected: list[IntentOutcome] = []
+        answered: list[IntentOutcome] = []
         moves: dict[TopicPartition, ReplicaAssignment] = {}
+        complete: dict[TopicPartition, ReplicaAssignment] = {}
         unneeded: list[PartitionReplica] = []
         for tp in tps:
-            target, code, message = self._target(tp)
-            if target is None:
-                rejected.append(self._outcome(tp, code, message))
+            d = next_step(
+                tp,
+                ctx.assignment(tp),
+                ctx.leader_and_isr(tp),
+                self._request(tp),
+                deleting=ctx.is_topic_queued_for_deletion(tp.topic),
+            )
+            if d.step is Step.REJECT or d.step is Step.ALREADY_THERE:
+                answered.append(self._outcome(tp, d.error_code, d.message))
                 continue
-            current = ctx.assignment(tp)
-            if ctx.leader_and_isr(tp) is None:
-                rejected.append(
-                    self._outcome(
-                        tp, common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE, f"{tp} has no leader yet."
-                    )
-                )
-                continue
-            new = current.reassign_to(target)
-            if new == current and not new.is_being_reassigned:
-                rejected.append(self._outcome(tp, 0, ""))  # already there: nothing to move
-                continue
-            moves[tp] = new
-            unneeded += [PartitionReplica(tp, r) for r in current.replicas if r not in new.replicas]
-        await finish_intents(c, rejected)
+            assert d.assignment is not None
+            moves[tp] = d.assignment
+            if d.step is Step.COMPLETE:
+                complete[tp] = d.assignment
+            unneeded += [PartitionReplica(tp, r) for r in d.unneeded]
+        await finish_intents(c, answered)
         if not moves:
             return
-        complete = {tp: a for tp, a in moves.items() if self._is_complete(tp, a)}
         pending = {tp: a for tp, a in moves.items() if tp not in complete}
         # U + A1: record the new assignment (state first, AR second) with a leader-epoch bump and
         # tell every replica of OAR + RAR.
@@ -172,19 +146,13 @@ class ReassignmentManager:
         if complete:
             await self._complete(complete)
 
-    def _is_complete(self, tp: TopicPartition, a: ReplicaAssignment) -> bool:
-        lai = self.c.ctx.leader_and_isr(tp)
-        return not a.is_being_reassigned or (
-            lai is not None and set(a.target_replicas) <= set(lai.isr)
-        )
-
     async def check_completion(self, tps: Iterable[TopicPartition]) -> None:
         """After an ISR change: finish the reassignments whose new replicas are all in sync."""
         ctx = self.c.ctx
         done = {}
         for tp in tps:
             a = ctx.assignment(tp)
-            if a is not None and a.is_being_reassigned and self._is_complete(tp, a):
+            if a is not None and a.is_being_reassigned and is_complete(a, ctx.leader_and_isr(tp)):
                 done[tp] = a
         if done:
             await self._complete(done)
@@ -205,11 +173,9 @@ class ReassignmentManager:
         # B3: a new leader from RAR if the current one is leaving or down; else an epoch bump.
         elect, bump = [], []
         for tp, a in moves.items():
-            lai = ctx.leader_and_isr(tp)
-            if lai.leader not in a.target_replicas or not ctx.is_replica_online(lai.leader, tp):
-                elect.append(tp)
-            else:
-                bump.append(tp)
+            online = ctx.replica_online_check(tp)
+            step = completion_leader_step(a, ctx.leader_and_isr(tp), online)
+            (elect if step is LeaderStep.ELECT else bump).append(tp)
         await move_partitions(c, elect, PartitionState.ONLINE, selector=LeaderSelector.REASSIGNED)
         b = PlanBuilder(ctx, c.now_ms())
         for tp in bump:
