@@ -144,7 +144,7 @@ class Node:
     async def elect(self) -> None:
         key = self.ks.controller_election_prefix + b"micro"
         revision = await self.client.put(key, b"micro")
-        self.events.put(ev.Elected(key, revision, self.c.election_generation))
+        self.events.put(ev.Elected(key, revision, self.c.role.campaign))
         while not self.c.active:
             await asyncio.sleep(0.005)
 

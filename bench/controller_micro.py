@@ -208,8 +208,7 @@ async def active(
 async def failover(c: Controller) -> dict[str, float]:
     cpu = time.process_time()
     started = time.perf_counter()
-    c.pending_failover = (0, time.monotonic())
-    c.epoch, c.epoch_revision = 2, c.store.revision
+    c.role.elected(2, c.store.revision, time.monotonic())
     await c.handle(ev.Synced(c.store.revision))
     done = time.perf_counter()
     cpu = time.process_time() - cpu

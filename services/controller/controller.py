@@ -56,6 +56,7 @@ from services.controller.core import (
     StateChangePlan,
     TopicPartition,
 )
+from services.controller.core.role import ControllerRole
 from services.controller.metadata_cache import UpdateMetadataCache
 from services.controller.role import Office
 from services.controller.statelog import StateChangeLog, now_ms
@@ -122,15 +123,10 @@ class Controller:
         self.batch = RequestBatch(self.ctx)
         self.metadata_cache = UpdateMetadataCache()
         self.channels: ControllerChannelManager | None = None
-        self.active = False
-        self.generation = 0  # bumped on every activation and resignation
-        self.epoch = 0
-        self.epoch_revision = 0
+        self.role = ControllerRole()  # written here and by the failover and office only
         self.synced_revision = 0
-        self.pending_failover: tuple[int, float] | None = None  # (epoch revision, start time)
         # The trace of the failover under way (from the ``controller.elected`` span).
         self.failover_context: Any = None
-        self.election_generation = 0
         self.on_deposed: Callable[[], None] = lambda: None
         # (partitions elected, of which unclean, milliseconds) per leader-electing batch.
         self.on_leader_elections: Callable[[int, int, float], None] = lambda n, u, ms: None
@@ -141,6 +137,27 @@ class Controller:
         self._held_plans: list[StateChangePlan] | None = None
         self.heap = HeapFreezer(enabled=False)  # the service's main enables it
         self._cache_refresh_due = False  # a RefreshStandbyCache is on its way
+
+    # ---- the role, read-only (``core.role``) ----------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self.role.in_office
+
+    @property
+    def epoch(self) -> int:
+        return self.role.epoch
+
+    @property
+    def epoch_revision(self) -> int:
+        return self.role.epoch_revision
+
+    @property
+    def generation(self) -> int:
+        return self.role.generation
+
+    @property
+    def pending_failover(self) -> tuple[int, float] | None:
+        return self.role.pending_failover
 
     # ---- the event handler -------------------------------------------------------------------
     async def handle(self, event: ev.ControllerEvent) -> None:
@@ -160,7 +177,7 @@ class Controller:
                 self.on_deposed()
             except (EtcdError, WriteConflictError) as e:
                 # A write may have half-happened: only a fresh failover from etcd is safe now.
-                if not (self.active or self.pending_failover):
+                if not self.role.holds_epoch:
                     raise
                 log.error("etcd failed while handling %s (%s); resigning", event.name, e)
                 await self.deactivate(f"etcd error: {e}")
@@ -182,7 +199,7 @@ class Controller:
         """The event's span (none for the ``Synced`` marker that follows every watch batch, nor
         for a heartbeat: neither is work anyone asked for)."""
         if isinstance(event, ev.Heartbeat) or (
-            isinstance(event, ev.Synced) and self.pending_failover is None
+            isinstance(event, ev.Synced) and not self.role.electing
         ):
             return contextlib.nullcontext()
         carriers = self._intent_carriers(event) if self.active else []
@@ -225,7 +242,7 @@ class Controller:
             self.synced_revision = max(self.synced_revision, event.revision)
             if not self.active:  # hot standby: keep the failover's UpdateMetadata warm
                 self._keep_cache_warm()
-            if self.pending_failover and self.synced_revision >= self.pending_failover[0]:
+            if self.role.electing and self.synced_revision >= self.role.epoch_revision:
                 await f.failover.failover()
         elif isinstance(event, ev.RefreshStandbyCache):
             self._cache_refresh_due = False
@@ -253,8 +270,7 @@ class Controller:
             await f.deletion.resume_for(event.topics)
 
     async def _on_epoch_change(self, event: ev.ControllerEpochChange) -> None:
-        mine = self.active or self.pending_failover is not None
-        if mine and event.mod_revision > self.epoch_revision:
+        if self.role.holds_epoch and event.mod_revision > self.epoch_revision:
             log.warning(
                 "controller epoch moved to %d (controller %d): we are deposed",
                 event.epoch,
@@ -389,12 +405,8 @@ class Controller:
     async def deactivate(self, reason: str, *, rebuild: bool = True) -> None:
         """Undo everything failover did and (unless the process is stopping: ``rebuild``
         False) rebuild a standby context from the watch mirror."""
-        was = self.active or self.pending_failover is not None
-        self.active = False
-        self.pending_failover = None
+        was = self.role.resign()
         self.failover_context = None
-        self.generation += 1
-        self.office.reset()
         self.store.clear_fence()
         self.batch.clear()
         self.flows.stop()
@@ -406,6 +418,8 @@ class Controller:
             self.statelog.controller("resigned", self.epoch)
             if rebuild:
                 self._rebuild()
+        if rebuild:
+            self.role.standby()
 
     def _rebuild(self) -> None:
         """A fresh context without the active controller's volatile state (shutting-down

@@ -133,9 +133,8 @@ class ElectionRunner:
 
     async def _lead(self, session: Session, election: Election) -> None:
         self.terms += 1
-        self.controller.election_generation += 1
+        generation = self.controller.role.new_campaign()
         self._deposed.clear()
-        generation = self.controller.election_generation
         # One trace for the whole failover: this short span is its root, and the Elected
         # event's handling (epoch bump, failover, UpdateMetadata to each broker) its children.
         with telemetry.span(
@@ -154,7 +153,7 @@ class ElectionRunner:
             )
         self.events.put(won)
         reason = await self._hold_office(session, election, generation)
-        self.controller.election_generation += 1  # an Elected still queued is now stale
+        self.controller.role.new_campaign()  # an Elected still queued is now stale
         finished = asyncio.get_running_loop().create_future()
         self.events.put(Resign(reason, finished, stopping=self._stopping.is_set()))
         with contextlib.suppress(TimeoutError):

@@ -145,17 +145,16 @@ class Office:
 
     def __init__(self, c: Controller) -> None:
         self.c = c
-        self.suspended = False
         self.grace = OutageGrace(grace_s=c.config.broker_grace_s, clock=time.monotonic)
 
     async def intercept(self, event: ControllerEvent) -> bool:
         """Handle ``event`` if it is the role's; True if nothing else should."""
         c = self.c
         if isinstance(event, ev.Suspend):
-            if event.generation == c.election_generation:
+            if event.generation == c.role.campaign:
                 self._suspend()
         elif isinstance(event, ev.Resume):
-            if event.generation == c.election_generation:
+            if event.generation == c.role.campaign:
                 await self._resume()
         elif isinstance(event, ev.EtcdReachability):
             self._reachability(event.reachable)
@@ -205,11 +204,14 @@ class Office:
             loop = asyncio.get_running_loop()
             loop.call_later(left + GRACE_TIMER_SLACK_S, self.c.put, ev.GraceExpired())
 
+    @property
+    def suspended(self) -> bool:
+        return self.c.role.suspended
+
     def _suspend(self) -> None:
         c = self.c
-        if self.suspended or not (c.active or c.pending_failover is not None):
+        if not c.role.suspend():
             return
-        self.suspended = True
         if c.channels is not None:
             c.channels.hold()
         log.warning("controller lease not confirmed: office suspended (epoch %d)", c.epoch)
@@ -224,16 +226,11 @@ class Office:
             kv = await c.store.client.get(c.store.ks.controller_epoch)
             if kv is None or kv.mod_revision != c.epoch_revision:
                 log.warning("controller epoch moved while our office was suspended: deposed")
-                self.suspended = False
                 await c.deactivate("a newer controller epoch was written during an etcd outage")
                 c.on_deposed()
                 return
-        self.suspended = False
+        c.role.resume()
         if c.channels is not None:
             c.channels.release()
         log.warning("controller lease confirmed again: office resumed (epoch %d)", c.epoch)
         c.statelog.controller("resumed", c.epoch)
-
-    def reset(self) -> None:
-        """The term ended (resignation)."""
-        self.suspended = False

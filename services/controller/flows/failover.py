@@ -43,6 +43,7 @@ from services.controller.core import (
     ReplicaState,
     partitions_to_trigger_online,
 )
+from services.controller.core.role import Phase
 from services.controller.core.startup import initial_partition_states, initial_replica_states
 from services.controller.events import Elected, Heartbeat
 from services.controller.flows.common import move_partitions, move_replicas
@@ -64,9 +65,9 @@ class Failover:
 
     async def on_elected(self, event: Elected) -> None:
         c = self.c
-        if event.generation != c.election_generation:
+        if event.generation != c.role.campaign:
             return  # a campaign that has since ended
-        if c.active or c.pending_failover is not None:
+        if c.role.phase is not Phase.STANDBY:
             return
         started = time.monotonic()
         started_ms = statelog.now_ms()
@@ -81,7 +82,7 @@ class Failover:
                 c.on_deposed()
                 return
             span.set_attributes(telemetry.attrs(controller_epoch=epoch, outcome="ok"))
-        c.epoch, c.epoch_revision = epoch, revision
+        c.role.elected(epoch, revision, started)
         # Stamped when handling began, the instant the failover's duration is measured from, so
         # the record and ``failover_done``'s duration agree; ``detected_ms`` is the win itself.
         c.statelog.controller(
@@ -92,7 +93,6 @@ class Failover:
             lease_ttl_ms=event.predecessor_ttl_ms or -1,
         )
         log.info("elected controller with epoch %d (revision %d)", epoch, revision)
-        c.pending_failover = (revision, started)
         c.failover_context = telemetry.current_context()
         if c.synced_revision >= revision:
             await self.failover()
@@ -110,11 +110,7 @@ class Failover:
 
     async def _failover(self) -> None:
         c = self.c
-        assert c.pending_failover is not None
-        _, started = c.pending_failover
-        c.pending_failover = None
-        c.active = True
-        c.generation += 1
+        started = c.role.activate()
         ctx = c.ctx
         ctx.apply_controller(c.id, c.epoch)
         c.channels = c.new_channels()

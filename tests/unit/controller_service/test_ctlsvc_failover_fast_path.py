@@ -138,8 +138,7 @@ async def _active(
     )
     for e in [*_events(leaders, registered), *extra]:
         await c.handle(e)
-    c.epoch, c.epoch_revision = 2, 600
-    c.pending_failover = (600, 0.0)
+    c.role.elected(2, 600, 0.0)
     await c.handle(ev.Synced(600))
     assert c.active
     await asyncio.sleep(0.01)  # the senders drain what the last event queued

@@ -77,8 +77,9 @@ async def test_without_an_outage_a_deregistration_is_a_death(tmp_path):
 
 async def test_a_suspended_office_answers_brokers_not_controller(tmp_path):
     c, _ = _controller(tmp_path)
-    c.active = True
-    await c.handle(ev.Suspend(c.election_generation))
+    c.role.elected(1, 1, 0.0)
+    c.role.activate()
+    await c.handle(ev.Suspend(c.role.campaign))
     assert c.office.suspended
     future = asyncio.get_running_loop().create_future()
     await c.handle(ev.AlterPartition(controller_pb2.AlterPartitionRequest(broker_id=1), future))
@@ -89,6 +90,7 @@ async def test_a_suspended_office_answers_brokers_not_controller(tmp_path):
 
 async def test_a_stale_suspend_is_ignored(tmp_path):
     c, _ = _controller(tmp_path)
-    c.active = True
-    await c.handle(ev.Suspend(c.election_generation - 1))
+    c.role.elected(1, 1, 0.0)
+    c.role.activate()
+    await c.handle(ev.Suspend(c.role.campaign - 1))
     assert not c.office.suspended

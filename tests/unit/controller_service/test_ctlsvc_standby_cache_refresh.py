@@ -138,7 +138,8 @@ async def test_batches_while_a_refresh_is_due_wait_for_it(tmp_path, monkeypatch)
 async def test_an_active_controller_ignores_a_refresh_left_from_its_standby_days(tmp_path):
     c = _standby(tmp_path, [])
     await _feed(c, [ev.BrokerChange(registered=BROKERS), *_topic(20, 1, 10)])
-    c.active = True
+    c.role.elected(1, 1, 0.0)
+    c.role.activate()
     c.ctx.apply_broker_removed(3)
     await c.handle(ev.RefreshStandbyCache())
     assert c.ctx.metadata_changes_pending() == 20
