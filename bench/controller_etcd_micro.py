@@ -68,7 +68,7 @@ from bench.framework import EtcdServer, environment
 from bench.raw_etcd import bench_fence
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.fenced import Write, commit
-from services.controller.channels import LEADER_AND_ISR, UPDATE_METADATA
+from services.controller.delivery.channels import LEADER_AND_ISR, UPDATE_METADATA
 
 
 @dataclass(frozen=True)

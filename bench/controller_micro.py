@@ -36,16 +36,16 @@ from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
 from services.controller import codec
 from services.controller import events as ev
-from services.controller.channels import (
+from services.controller.config import ControllerConfig
+from services.controller.controller import Controller
+from services.controller.core import BrokerInfo, LeaderAndIsr, StateChangePlan, TopicPartition
+from services.controller.delivery.channels import (
     _RESPONSES,
     UPDATE_METADATA,
     ChannelSettings,
     ControllerChannelManager,
     _Broker,
 )
-from services.controller.config import ControllerConfig
-from services.controller.controller import Controller
-from services.controller.core import BrokerInfo, LeaderAndIsr, StateChangePlan, TopicPartition
 from services.controller.statelog import StateChangeLog
 from services.controller.store import PlanCommit
 

@@ -28,15 +28,15 @@ from leasehold.metadata.v1 import metadata_pb2
 from leasehold.request_bounds import RequestBoundsInterceptor
 from leasehold.server import Service, ServiceRunner
 from services.controller.bounds import counters
-from services.controller.channels import (
+from services.controller.config import ControllerConfig
+from services.controller.controller import Controller
+from services.controller.core import TopicPartition
+from services.controller.delivery.channels import (
     LEADER_AND_ISR,
     STOP_REPLICA,
     ChannelSettings,
     ControllerChannelManager,
 )
-from services.controller.config import ControllerConfig
-from services.controller.controller import Controller
-from services.controller.core import TopicPartition
 from services.controller.election import ElectionRunner
 from services.controller.event_loop import EventLoop
 from services.controller.events import (

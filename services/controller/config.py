@@ -19,6 +19,9 @@ from leasehold.config import CommonConfig, add_common_arguments, common_from_arg
 from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.peer_auth import hostname_id
 
+# The ways requests reach the brokers (``services.controller.delivery``).
+DELIVERIES = ("fast", "plain")
+
 DEFAULT_PORT = 9190
 
 
@@ -53,6 +56,9 @@ class ControllerConfig:
     heartbeat_interval_s: float = 5.0
     # The name the TLS certificate carries when the advertised host is not it (a pod's IP).
     advertised_tls_name: str = ""
+    # How requests reach the brokers: "fast" (the default) or "plain", the generated classes
+    # alone, the reference the fast one is tested against (``services.controller.delivery``).
+    delivery: str = "fast"
     # Where controller_id came from: "flag" or "hostname <name>" (logged at start).
     controller_id_source: str = "flag"
 
@@ -134,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=env("ADVERTISED_TLS_NAME", ""),
         help="name the TLS certificate carries, when clients dial the advertised host by IP",
     )
+    a(
+        "--delivery",
+        choices=DELIVERIES,
+        default=env("DELIVERY", "fast"),
+        help="how requests reach the brokers: fast (default) or plain (generated classes only)",
+    )
     a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
     a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))
     return parser
@@ -166,5 +178,6 @@ def parse_args(
         deletion_retry_s=ns.deletion_retry,
         heartbeat_interval_s=ns.heartbeat_interval,
         advertised_tls_name=ns.advertised_tls_name,
+        delivery=ns.delivery,
         controller_id_source=source,
     )

@@ -42,11 +42,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from leasehold import telemetry
+from leasehold.clock import Clock, LoopClock
 from leasehold.etcd.client import EtcdError
 from leasehold.etcd.fenced import FencedError
-from leasehold.heap import HeapFreezer
 from services.controller import events as ev
-from services.controller.channels import ControllerChannelManager
 from services.controller.config import ControllerConfig
 from services.controller.core import (
     ControllerContext,
@@ -57,7 +56,8 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.core.role import ControllerRole
-from services.controller.metadata_cache import UpdateMetadataCache
+from services.controller.delivery import BrokerDelivery, make_delivery
+from services.controller.delivery.channels import ControllerChannelManager
 from services.controller.role import Office
 from services.controller.statelog import StateChangeLog, now_ms
 from services.controller.store import (
@@ -75,8 +75,6 @@ Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
 # How long ``send_now`` waits for gRPC to take a batch from idle senders (normally a few loop
 # iterations) before computing on anyway.
 ISSUE_TIMEOUT_S = 0.5
-# An event handled for at least this long is a bulk change of the context.
-BULK_EVENT_S = 0.05
 # A standby re-encodes fewer changed partitions than this at once, more after the delay.
 CACHE_REFRESH_AT_ONCE = 1_000
 CACHE_REFRESH_DELAY_S = 3.0
@@ -109,6 +107,8 @@ class Controller:
         statelog: StateChangeLog,
         snapshot: Callable[[], list[ev.ControllerEvent]],
         channel_factory: Callable[[], ControllerChannelManager],
+        *,
+        clock: Clock | None = None,
     ) -> None:
         from services.controller.flows import Flows  # the flows import this module for typing
 
@@ -117,12 +117,12 @@ class Controller:
         self.store = store
         self.statelog = statelog
         self._snapshot = snapshot
-        self._channel_factory = channel_factory
         self.ctx = ControllerContext(self.id)
         self.view = ClusterView()
         self.batch = RequestBatch(self.ctx)
-        self.metadata_cache = UpdateMetadataCache()
-        self.channels: ControllerChannelManager | None = None
+        # Encoding, channels and pacing: the flows never see them (``delivery``).
+        self.delivery: BrokerDelivery = make_delivery(config.delivery, channel_factory)
+        self.time: Clock = clock or LoopClock()  # every timer of the flows and the office
         self.role = ControllerRole()  # written here and by the failover and office only
         self.synced_revision = 0
         # The trace of the failover under way (from the ``controller.elected`` span).
@@ -135,7 +135,6 @@ class Controller:
         self.office = Office(self)  # suspension through etcd outages, the brokers' grace
         # Set by ``holding_requests``: applied plans whose broker requests wait to be queued.
         self._held_plans: list[StateChangePlan] | None = None
-        self.heap = HeapFreezer(enabled=False)  # the service's main enables it
         self._cache_refresh_due = False  # a RefreshStandbyCache is on its way
 
     # ---- the role, read-only (``core.role``) ----------------------------------------------
@@ -159,6 +158,19 @@ class Controller:
     def pending_failover(self) -> tuple[int, float] | None:
         return self.role.pending_failover
 
+    @property
+    def channels(self) -> ControllerChannelManager | None:
+        """The term's broker channels (tests and metrics read them)."""
+        return self.delivery.channels
+
+    @property
+    def metadata_cache(self):
+        return getattr(self.delivery, "metadata_cache", None)
+
+    @property
+    def heap(self):
+        return self.delivery.heap
+
     # ---- the event handler -------------------------------------------------------------------
     async def handle(self, event: ev.ControllerEvent) -> None:
         try:
@@ -166,7 +178,7 @@ class Controller:
         except IllegalStateError as e:  # a bug: a previous event queued requests it never sent
             log.error("%s; dropping them", e)
             self.batch.clear()
-        started = time.monotonic()
+        started = self.time.now()
         with self._event_span(event):
             try:
                 await self.dispatch(event)
@@ -184,16 +196,11 @@ class Controller:
                 self.on_deposed()
             finally:
                 self.batch.end_event()  # states sent twice in one event are sent once
-                if self.channels is not None:
-                    self.channels.forget_sent()
+                self.delivery.event_done()
                 # The event's records reach the file in one write; broker senders run between
                 # slices of the encoding (``StateChangeLog.flush_async``).
                 await self.statelog.flush_async()
-        # A long event built long-lived state (a load, a failover, thousands of partitions
-        # moved): freeze it, so later collections do not walk it again (``leasehold.heap``).
-        if time.monotonic() - started >= BULK_EVENT_S:
-            self.heap.settle()
-        self.heap.maintain()
+        self.delivery.after_event(self.time.now() - started)
 
     def _event_span(self, event: ev.ControllerEvent) -> contextlib.AbstractContextManager:
         """The event's span (none for the ``Synced`` marker that follows every watch batch, nor
@@ -247,7 +254,7 @@ class Controller:
         elif isinstance(event, ev.RefreshStandbyCache):
             self._cache_refresh_due = False
             if not self.active:  # an active controller's cache is refreshed at failover
-                self.metadata_cache.refresh(self.ctx)
+                self.delivery.refresh_metadata(self.ctx)
         elif isinstance(event, ev.Elected):
             await f.failover.on_elected(event)
         elif isinstance(event, ev.Resign):
@@ -287,15 +294,10 @@ class Controller:
         pending = self.ctx.metadata_changes_pending()
         if pending < CACHE_REFRESH_AT_ONCE:
             if pending:
-                self.metadata_cache.refresh(self.ctx)
+                self.delivery.refresh_metadata(self.ctx)
             return
         self._cache_refresh_due = True
-        asyncio.get_running_loop().call_later(
-            CACHE_REFRESH_DELAY_S, self.put, ev.RefreshStandbyCache()
-        )
-
-    def new_channels(self) -> ControllerChannelManager:
-        return self._channel_factory()
+        self.time.call_later(CACHE_REFRESH_DELAY_S, self.put, ev.RefreshStandbyCache())
 
     # ---- decide, commit, apply ---------------------------------------------------------------
     def now_ms(self) -> int:
@@ -385,10 +387,9 @@ class Controller:
         if not self.batch.has_pending:
             return False
         requests = self.batch.build()
-        if self.channels is None or not self.active or not requests:
+        if not self.active or not requests:
             return False
-        self.channels.send_batch(requests)
-        return True
+        return self.delivery.send_batch(requests)
 
     async def send_now(self) -> None:
         """``flush``, then let every idle broker sender hand its part to gRPC before going on.
@@ -398,8 +399,8 @@ class Controller:
         event) would otherwise hold them back; gRPC writes them from its own threads once it
         has them. Senders still waiting for an earlier answer are not waited for.
         """
-        if self.flush() and self.channels is not None:
-            await self.channels.wait_issued(ISSUE_TIMEOUT_S, idle_only=True)
+        if self.flush():
+            await self.delivery.wait_issued(ISSUE_TIMEOUT_S, idle_only=True)
 
     # ---- resignation ---------------------------------------------------------------------------
     async def deactivate(self, reason: str, *, rebuild: bool = True) -> None:
@@ -410,9 +411,7 @@ class Controller:
         self.store.clear_fence()
         self.batch.clear()
         self.flows.stop()
-        if self.channels is not None:
-            channels, self.channels = self.channels, None
-            await channels.close()
+        await self.delivery.close()
         if was:
             log.info("resigned as controller: %s", reason)
             self.statelog.controller("resigned", self.epoch)
@@ -427,14 +426,14 @@ class Controller:
         started = time.monotonic()
         self.ctx = ControllerContext(self.id)
         self.batch = RequestBatch(self.ctx)
-        self.metadata_cache = UpdateMetadataCache()
+        self.delivery.reset_metadata()
         self.view = ClusterView()
         held = self.office.restore_held()  # brokers in their outage grace stay live
         for event in [*self._snapshot(), *([held] if held else [])]:
             if isinstance(event, _METADATA):
                 self.view.update(event)
                 apply_warm(self.ctx, self.view, event)
-        self.metadata_cache.refresh(self.ctx)
+        self.delivery.refresh_metadata(self.ctx)
         log.info("standby context rebuilt in %.1f ms", (time.monotonic() - started) * 1000)
 
 

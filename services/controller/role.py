@@ -24,9 +24,7 @@ its failure is handled then. A registration that survived the outage is never to
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -145,7 +143,7 @@ class Office:
 
     def __init__(self, c: Controller) -> None:
         self.c = c
-        self.grace = OutageGrace(grace_s=c.config.broker_grace_s, clock=time.monotonic)
+        self.grace = OutageGrace(grace_s=c.config.broker_grace_s, clock=c.time.now)
 
     async def intercept(self, event: ControllerEvent) -> bool:
         """Handle ``event`` if it is the role's; True if nothing else should."""
@@ -168,7 +166,7 @@ class Office:
         elif isinstance(event, AlterPartition | ControlledShutdown):
             answer_not_controller(event)
         elif isinstance(event, ev.RetryTopicDeletion | ev.StopReplicaResult):
-            asyncio.get_running_loop().call_later(SUSPENDED_RETRY_S, c.put, event)
+            c.time.call_later(SUSPENDED_RETRY_S, c.put, event)
         elif isinstance(event, ev.AutoRebalance):
             pass  # the scheduler puts the next one
         else:
@@ -201,8 +199,7 @@ class Office:
         left = self.grace.etcd_reachable()
         if left is not None:
             log.info("etcd answers again; brokers' grace for %.1f s", left)
-            loop = asyncio.get_running_loop()
-            loop.call_later(left + GRACE_TIMER_SLACK_S, self.c.put, ev.GraceExpired())
+            self.c.time.call_later(left + GRACE_TIMER_SLACK_S, self.c.put, ev.GraceExpired())
 
     @property
     def suspended(self) -> bool:
@@ -212,8 +209,7 @@ class Office:
         c = self.c
         if not c.role.suspend():
             return
-        if c.channels is not None:
-            c.channels.hold()
+        c.delivery.hold()
         log.warning("controller lease not confirmed: office suspended (epoch %d)", c.epoch)
         c.statelog.controller("suspended", c.epoch)
 
@@ -230,7 +226,6 @@ class Office:
                 c.on_deposed()
                 return
         c.role.resume()
-        if c.channels is not None:
-            c.channels.release()
+        c.delivery.release()
         log.warning("controller lease confirmed again: office resumed (epoch %d)", c.epoch)
         c.statelog.controller("resumed", c.epoch)

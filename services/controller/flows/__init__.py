@@ -1,7 +1,8 @@
 """The controller's flows (seed 000 §6-10, seed 002, seed 003), one module each.
 
-Each flow reads and changes the controller's context only through decisions of the core and the
-controller's decide-commit-apply pipeline (``Controller.execute``), on the event loop.
+Each flow is given a ``FlowContext`` (``context``): it reads and changes the controller's context
+only through decisions of the core and the decide-commit-apply pipeline (``execute``), and
+queues requests; how they reach the brokers is the delivery's business.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from services.controller import events as ev
 from services.controller.flows.alter_partition import AlterPartitionFlow
 from services.controller.flows.brokers import BrokerFlows
+from services.controller.flows.context import FlowContext
 from services.controller.flows.deletion import TopicDeletionManager
 from services.controller.flows.elections import ElectionFlows
 from services.controller.flows.failover import Failover
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 
 
 class Flows:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, host: Controller) -> None:
+        c = FlowContext(host)
         self.c = c
         self.failover = Failover(c)
         self.brokers = BrokerFlows(c)

@@ -30,7 +30,7 @@ from services.controller.core.plan_builder import PlanBuilder
 from services.controller.events import AlterPartition
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def _ineligible(
 
 
 class AlterPartitionFlow:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
 
     async def handle(self, event: AlterPartition) -> None:

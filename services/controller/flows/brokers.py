@@ -20,7 +20,6 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from leasehold import channels
 from services.controller import statelog
 from services.controller.core import (
     BrokerInfo,
@@ -33,15 +32,10 @@ from services.controller.core import (
     partitions_to_trigger_online,
 )
 from services.controller.events import BrokerChange
-from services.controller.flows.common import (
-    collection_paused,
-    elect_in_chunks,
-    move_partitions,
-    move_replicas,
-)
+from services.controller.flows.common import elect_in_chunks, move_partitions, move_replicas
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +45,14 @@ log = logging.getLogger(__name__)
 # partitions the first requests left ~0.65 s after the expiry, all at once).
 ELECTION_CHUNK = 5_000
 # How long a failure's replica step waits for the brokers to answer the elections' requests
-# (``ControllerChannelManager.wait_answered``). A broker failure leading 10,000 partitions is
+# (``FlowContext.requests_answered``). A broker failure leading 10,000 partitions is
 # answered in about half a second; a broker that does not answer (stopped, partitioned) holds
 # the rest of the event for this long at most, and its requests are retried as before.
 ANSWERS_WAIT_S = 1.0
 
 
 class BrokerFlows:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
 
     async def on_broker_change(self, event: BrokerChange) -> None:
@@ -80,8 +74,7 @@ class BrokerFlows:
                 bounced.append(info)
             elif old != info:
                 ctx.apply_broker_registered(info)
-                if c.channels is not None:
-                    c.channels.update_broker(info)
+                c.broker_updated(info)
                 c.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids)
         dead = sorted(b for b in gone if b in known and b not in registered_ids)
         log.info(
@@ -116,8 +109,7 @@ class BrokerFlows:
     def _add(self, info: BrokerInfo) -> None:
         c = self.c
         c.ctx.apply_broker_registered(info)
-        if c.channels is not None:
-            c.channels.add_broker(info)
+        c.broker_added(info)
         c.statelog.broker(
             statelog.BROKER_REGISTERED,
             info.id,
@@ -130,8 +122,7 @@ class BrokerFlows:
         (when the watch delivered it, the lease TTL, the lost incarnation's registration)."""
         c = self.c
         c.ctx.apply_broker_removed(info.id)  # also ends a controlled shutdown in progress
-        if c.channels is not None:
-            c.channels.remove_broker(info.id)
+        c.broker_removed(info.id)
         c.statelog.broker(
             statelog.BROKER_EXPIRED,
             info.id,
@@ -179,7 +170,7 @@ class BrokerFlows:
         """
         c = self.c
         ctx = c.ctx
-        with collection_paused():
+        with c.bulk_change():
             replicas = ctx.replicas_on_brokers(dead_ids)
             deleting = ctx.is_topic_queued_for_deletion
             for_deletion = [r for r in replicas if deleting(r.tp.topic)]
@@ -205,14 +196,14 @@ class BrokerFlows:
             # The replica step below computes for a while on the event loop, and an answer
             # arriving meanwhile would wait for it, and with it the rest of each broker's chain
             # (UpdateMetadata, the next chunk): let the brokers answer the elections first.
-            if c.channels is not None and without_leader:
-                await c.channels.wait_answered(ANSWERS_WAIT_S)
+            if without_leader:
+                await c.requests_answered(ANSWERS_WAIT_S)
             # Dead replicas leave the ISR (the dead leader's partitions were re-elected above),
             # a chunk at a time: between chunks the brokers' answers are taken, so the
             # election chunks still queued behind them leave meanwhile.
             for i, chunk in enumerate(_by_partition_chunks(others, ELECTION_CHUNK)):
                 if i:
-                    await channels.give_calls_a_turn()
+                    await c.step_done()
                 await move_replicas(c, chunk, ReplicaState.OFFLINE)
             if for_deletion:
                 await c.flows.deletion.fail_replica_deletion(for_deletion)

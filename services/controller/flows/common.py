@@ -4,14 +4,11 @@ and finish an admin intent (result written and intent deleted in one fenced tran
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from leasehold import channels, telemetry
+from leasehold import telemetry
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd.fenced import Write
 from leasehold.metadata.v1 import metadata_pb2
@@ -30,7 +27,8 @@ from services.controller.core import (
 from services.controller.store import Updater
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller, PendingPlan
+    from services.controller.controller import PendingPlan
+    from services.controller.flows.context import FlowContext
 
 EMPTY = StateChangePlan(controller_epoch=0)
 
@@ -59,29 +57,8 @@ def intent_span(name: str, contexts: Iterable[metadata_pb2.TraceContext], **attr
     return telemetry.span(name, parent=parent, links=links, **attrs)
 
 
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """Keep the cyclic garbage collector out of a large state change's critical path (a
-    controlled shutdown's answer, a broker failure's elections).
-
-    Moving leadership of 10,000 partitions allocates some 100,000 short-lived containers
-    (elections, plan entries, records, request states); each crossing of the collector's
-    thresholds then scans the controller's whole long-lived heap (every partition's context
-    entries), a full pass costing tens of milliseconds, several times per request. Those objects
-    are freed by reference counting anyway; the collection is left for after. A collector
-    already disabled by someone else stays disabled.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 async def move_partitions(
-    c: Controller,
+    c: FlowContext,
     partitions: Iterable[TopicPartition],
     target: PartitionState,
     *,
@@ -98,7 +75,7 @@ async def move_partitions(
             c.ctx, subset, target, now_ms=c.now_ms(), selector=selector, reason=reason
         )
 
-    started = time.monotonic()
+    started = c.clock()
     with telemetry.span(
         "controller.partition_states",
         partition_count=len(tps),
@@ -117,12 +94,12 @@ async def move_partitions(
             )
         )
     if elected:
-        c.on_leader_elections(elected, unclean, (time.monotonic() - started) * 1000)
+        c.on_leader_elections(elected, unclean, (c.clock() - started) * 1000)
     return plan
 
 
 async def elect_in_chunks(
-    c: Controller,
+    c: FlowContext,
     chunks: Iterable[Sequence[TopicPartition]],
     selector: LeaderSelector,
     *,
@@ -143,49 +120,44 @@ async def elect_in_chunks(
         plan = await c.complete(pending, retry=decide)
         elected, unclean = election_counts(plan)
         if elected:
-            c.on_leader_elections(elected, unclean, (time.monotonic() - started) * 1000)
-        # Answers to the previous chunk are taken, and the UpdateMetadata queued behind them
-        # leaves, before this chunk's requests are encoded.
-        await channels.give_calls_a_turn()
+            c.on_leader_elections(elected, unclean, (c.clock() - started) * 1000)
+        # Answers to the previous chunk are taken, and what is queued behind them leaves,
+        # before this chunk's requests are built.
+        await c.step_done()
         if last:
             release()  # queued next, with no await in between: each queue shows what follows
         await c.send_now()
 
-    # Until the last chunk's requests are queued, the brokers are told more is coming (no
-    # request is sent ``nothing_queued``): they hold their data plane for the next chunk.
-    release = c.channels.expect_more() if c.channels is not None else _no_release
+    # Until the last chunk's requests are queued, the brokers are told more is coming: they
+    # keep waiting for the next chunk rather than turning to their data plane.
     in_flight: tuple[PendingPlan, float] | None = None
-    try:
-        for chunk in chunks:
-            if prepare is not None:
-                await prepare(chunk)
-            await channels.give_calls_a_turn()
-            started = time.monotonic()
-            with telemetry.span(
-                "controller.partition_states",
-                partition_count=len(chunk),
-                target_state=PartitionState.ONLINE.value,
-                selector=selector.value,
-                controller_epoch=c.epoch,
-                pipelined=True,
-            ):
-                pending = c.begin(decide(chunk))
-            previous, in_flight = in_flight, (pending, started)
-            if previous is not None:
-                await finish(*previous)
-        if in_flight is not None:
-            previous, in_flight = in_flight, None
-            await finish(*previous, last=True)
-    finally:
-        release()
-        if in_flight is not None and in_flight[0].commit is not None:
-            # An earlier chunk failed (we are deposed or etcd failed: the caller resigns).
-            in_flight[0].commit.cancel()
-            await asyncio.gather(in_flight[0].commit, return_exceptions=True)
-
-
-def _no_release() -> None:
-    pass
+    with c.more_coming() as release:
+        try:
+            for chunk in chunks:
+                if prepare is not None:
+                    await prepare(chunk)
+                await c.step_done()
+                started = c.clock()
+                with telemetry.span(
+                    "controller.partition_states",
+                    partition_count=len(chunk),
+                    target_state=PartitionState.ONLINE.value,
+                    selector=selector.value,
+                    controller_epoch=c.epoch,
+                    pipelined=True,
+                ):
+                    pending = c.begin(decide(chunk))
+                previous, in_flight = in_flight, (pending, started)
+                if previous is not None:
+                    await finish(*previous)
+            if in_flight is not None:
+                previous, in_flight = in_flight, None
+                await finish(*previous, last=True)
+        finally:
+            if in_flight is not None and in_flight[0].commit is not None:
+                # An earlier chunk failed (we are deposed or etcd failed: the caller resigns).
+                in_flight[0].commit.cancel()
+                await asyncio.gather(in_flight[0].commit, return_exceptions=True)
 
 
 def election_counts(plan: StateChangePlan) -> tuple[int, int]:
@@ -197,7 +169,7 @@ def election_counts(plan: StateChangePlan) -> tuple[int, int]:
 
 
 async def move_replicas(
-    c: Controller,
+    c: FlowContext,
     replicas: Iterable[PartitionReplica],
     target: ReplicaState,
     *,
@@ -253,7 +225,7 @@ class IntentOutcome:
 
 
 def _merge_results(
-    request_id: str, operation: int, entries: list[common_pb2.PartitionError], c: Controller
+    request_id: str, operation: int, entries: list[common_pb2.PartitionError], c: FlowContext
 ) -> Updater:
     def update(old: bytes | None) -> bytes:
         merged: dict[tuple[str, int], common_pb2.PartitionError] = {}
@@ -273,7 +245,7 @@ def _merge_results(
     return update
 
 
-async def finish_intents(c: Controller, outcomes: Iterable[IntentOutcome]) -> None:
+async def finish_intents(c: FlowContext, outcomes: Iterable[IntentOutcome]) -> None:
     """Write ``/admin/results/<request-id>`` and delete the intents in one fenced commit.
 
     Several intents of one request (a deletion of many topics, a reassignment of many

@@ -16,7 +16,6 @@ request is answered TOPIC_DELETION_DISABLED and its intent removed.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -24,8 +23,7 @@ from typing import TYPE_CHECKING
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd.fenced import Write
 from leasehold.metadata.v1 import metadata_pb2
-from services.controller import codec, wire
-from services.controller.channels import UPDATE_METADATA
+from services.controller import codec
 from services.controller.core import PartitionReplica, PartitionState, ReplicaState
 from services.controller.events import RetryTopicDeletion, StopReplicaResult, TopicDeletion
 from services.controller.flows.common import (
@@ -37,7 +35,7 @@ from services.controller.flows.common import (
 )
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext, Timer
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +44,9 @@ RS = ReplicaState
 
 
 class TopicDeletionManager:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: set[Timer] = set()
 
     def stop(self) -> None:
         for t in self._timers:
@@ -243,8 +241,7 @@ class TopicDeletionManager:
     def _retry_later(self, topics: Sequence[str]) -> None:
         c = self.c
         event = RetryTopicDeletion(tuple(topics), c.generation)
-        handle = asyncio.get_running_loop().call_later(c.config.deletion_retry_s, c.put, event)
-        self._timers.add(handle)
+        self._timers.add(c.schedule(c.config.deletion_retry_s, event))
 
     # ---- completion --------------------------------------------------------------------------
     async def _complete(self, topics: Sequence[str]) -> None:
@@ -273,19 +270,4 @@ class TopicDeletionManager:
 
     def announce_deleted(self, topics: Sequence[str]) -> None:
         """UpdateMetadata with ``deleted_topics`` so brokers drop them from their caches."""
-        c = self.c
-        if c.channels is None:
-            return
-        ctx, s = c.ctx, c.channels.settings
-        live = [ctx.brokers[b] for b in sorted(ctx.brokers)]
-        for info in live:
-            request = wire.deleted_topics_update(
-                controller_id=c.id,
-                controller_epoch=c.epoch,
-                broker_epoch=info.epoch,
-                live_brokers=live,
-                topics=topics,
-                controller_host=s.controller_host,
-                controller_port=s.controller_port,
-            )
-            c.channels.send(info.id, UPDATE_METADATA, request)
+        self.c.announce_deleted(topics)

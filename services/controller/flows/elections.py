@@ -13,7 +13,6 @@ The rebalance scheduler puts an ``AutoRebalance`` event on the loop every
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -37,7 +36,7 @@ from services.controller.flows.common import (
 )
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext, Timer
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +44,9 @@ ELECTION = metadata_pb2.ADMIN_OPERATION_ELECTION
 
 
 class ElectionFlows:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
-        self._scheduler: asyncio.Task | None = None
+        self._scheduler: Timer | None = None
 
     # ---- requested elections -----------------------------------------------------------------
     async def on_intents(self, event: ElectionRequest) -> None:
@@ -173,20 +172,19 @@ class ElectionFlows:
         )
 
     def start_scheduler(self) -> None:
+        """An AutoRebalance event ``rebalance_initial_delay_s`` after the failover, then every
+        check interval."""
         self.stop()
-        self._scheduler = asyncio.create_task(
-            self._schedule(self.c.generation), name="auto-leader-rebalance"
+        generation = self.c.generation
+        self._scheduler = self.c.repeat(
+            self.c.config.rebalance_initial_delay_s,
+            self._interval,
+            lambda: AutoRebalance(generation),
         )
 
     def _interval(self) -> float:
         override = self.c.config.rebalance_interval_s
         return override if override > 0 else float(self.c.view.leader_imbalance_interval_s)
-
-    async def _schedule(self, generation: int) -> None:
-        await asyncio.sleep(self.c.config.rebalance_initial_delay_s)
-        while True:
-            self.c.put(AutoRebalance(generation))
-            await asyncio.sleep(self._interval())
 
     def stop(self) -> None:
         if self._scheduler is not None:

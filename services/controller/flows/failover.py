@@ -29,14 +29,11 @@ log.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from leasehold import telemetry
 from services.controller import statelog
-from services.controller.channels import UPDATE_METADATA
 from services.controller.core import (
     LeaderSelector,
     PartitionState,
@@ -50,26 +47,23 @@ from services.controller.flows.common import move_partitions, move_replicas
 from services.controller.store import NotElectedError
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext, Timer
 
 log = logging.getLogger(__name__)
 
-# How long the failover waits for gRPC to take its UpdateMetadata before computing on anyway.
-ISSUE_TIMEOUT_S = 0.5
-
 
 class Failover:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
-        self._heartbeat: asyncio.Task | None = None
+        self._heartbeat: Timer | None = None
 
     async def on_elected(self, event: Elected) -> None:
         c = self.c
         if event.generation != c.role.campaign:
             return  # a campaign that has since ended
-        if c.role.phase is not Phase.STANDBY:
+        if c.role.phase is not Phase.STANDBY:  # in office, electing, or stopping
             return
-        started = time.monotonic()
+        started = c.clock()
         started_ms = statelog.now_ms()
         with telemetry.span("controller.epoch_bump", controller_id=c.id) as span:
             try:
@@ -82,7 +76,7 @@ class Failover:
                 c.on_deposed()
                 return
             span.set_attributes(telemetry.attrs(controller_epoch=epoch, outcome="ok"))
-        c.role.elected(epoch, revision, started)
+        c.elected(epoch, revision, started)
         # Stamped when handling began, the instant the failover's duration is measured from, so
         # the record and ``failover_done``'s duration agree; ``detected_ms`` is the win itself.
         c.statelog.controller(
@@ -110,14 +104,10 @@ class Failover:
 
     async def _failover(self) -> None:
         c = self.c
-        started = c.role.activate()
+        # Active, with a channel to every registered broker (holding its requests if the lease
+        # went unconfirmed before the failover ran).
+        started = c.take_office()
         ctx = c.ctx
-        ctx.apply_controller(c.id, c.epoch)
-        c.channels = c.new_channels()
-        if c.office.suspended:  # the lease went unconfirmed before the failover ran
-            c.channels.hold()
-        for info in ctx.brokers.values():
-            c.channels.add_broker(info)
 
         # Topics being deleted first: the UpdateMetadata shows them with leader -2.
         answered = c.flows.deletion.queue_pending()
@@ -161,7 +151,7 @@ class Failover:
         c.flows.elections.start_scheduler()
         self.start_heartbeat()
 
-        duration_ms = (time.monotonic() - started) * 1000
+        duration_ms = (c.clock() - started) * 1000
         c.statelog.controller(statelog.FAILOVER_DONE, c.epoch, duration_ms=duration_ms)
         log.info(
             "failover done as controller %d epoch %d in %.1f ms (%d partitions, %d brokers)",
@@ -179,14 +169,10 @@ class Failover:
         self.stop_heartbeat()
         interval = self.c.config.heartbeat_interval_s
         if interval > 0:
-            self._heartbeat = asyncio.create_task(
-                self._beat(self.c.generation, interval), name="controller-heartbeat"
+            generation = self.c.generation
+            self._heartbeat = self.c.repeat(
+                interval, lambda: interval, lambda: Heartbeat(generation)
             )
-
-    async def _beat(self, generation: int, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            self.c.put(Heartbeat(generation))
 
     def on_heartbeat(self, event: Heartbeat) -> None:
         c = self.c
@@ -199,36 +185,10 @@ class Failover:
             self._heartbeat = None
 
     async def _push_metadata(self, started: float) -> None:
-        """Every partition to every registered broker, digest-first from the cache, handed
-        to gRPC."""
-        c = self.c
-        channels = c.channels
-        assert channels is not None
-        s = channels.settings
-        requests = c.metadata_cache.digest_first_update_metadata(
-            c.ctx, s.controller_host, s.controller_port
-        )
-        queued = [r for b, r in requests.items() if channels.send(b, UPDATE_METADATA, r)]
-        # On the wire, then answered (a broker kept up to date by the old controller takes the
-        # digest in a few milliseconds) or, for a broker whose cache differs, sent in full.
-        issued = await channels.wait_issued(ISSUE_TIMEOUT_S)
-        settled = issued
-        if issued and queued:
-            try:
-                await asyncio.wait_for(
-                    asyncio.gather(*(r.settled.wait() for r in queued)), ISSUE_TIMEOUT_S
-                )
-            except TimeoutError:
-                settled = False
-        in_full = sorted(b for b, r in requests.items() if r.in_full)
-        log.log(
-            logging.INFO if settled else logging.WARNING,
-            "UpdateMetadata (digest %s of %d partitions) %s to %d brokers %.1f ms into the "
-            "failover; sent in full to brokers %s",
-            c.metadata_cache.digest().hex(),
-            len(c.metadata_cache),
-            "settled" if settled else "still queued or unanswered",
-            len(requests),
-            (time.monotonic() - started) * 1000,
-            in_full or "none",
+        """Every partition to every registered broker, on the wire before anything else."""
+        outcome = await self.c.push_metadata()
+        log.info(
+            "UpdateMetadata %s, %.1f ms into the failover",
+            outcome,
+            (self.c.clock() - started) * 1000,
         )

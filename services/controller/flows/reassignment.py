@@ -52,7 +52,7 @@ from services.controller.flows.common import (
 )
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ RS = ReplicaState
 
 
 class ReassignmentManager:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
 
     # ---- requests ----------------------------------------------------------------------------

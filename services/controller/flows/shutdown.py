@@ -8,12 +8,11 @@ empty list means it may stop now. The broker retries until the list is empty or 
 stops anyway. The answer leaves before the
 event's broker requests are gathered and built: they are for the other brokers, and the one
 stopping need not wait for them. Until the answer is set the cyclic garbage collector is paused
-(see ``collection_paused``).
+(``FlowContext.bulk_change``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -29,10 +28,10 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.events import ControlledShutdown
-from services.controller.flows.common import collection_paused, move_partitions, move_replicas
+from services.controller.flows.common import move_partitions, move_replicas
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,7 @@ def not_controller() -> controller_pb2.ControlledShutdownResponse:
 
 
 class ControlledShutdownFlow:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
 
     async def handle(self, event: ControlledShutdown) -> None:
@@ -56,7 +55,7 @@ class ControlledShutdownFlow:
         held: list[StateChangePlan] = []
         try:
             if c.active:
-                with collection_paused(), c.holding_requests(held):
+                with c.bulk_change(), c.holding_requests(held):
                     response = await self._shutdown(event.request)
         finally:  # a caller always gets an answer, even when we were deposed meanwhile
             if not event.future.done():
@@ -67,7 +66,7 @@ class ControlledShutdownFlow:
             # already applied are queued even if a later step failed: what is committed and
             # applied must reach the brokers.
             try:
-                await asyncio.sleep(0)
+                await c.answer_first()
             finally:
                 for plan in held:
                     c.batch.add_plan(plan)

@@ -24,13 +24,13 @@ from services.controller.events import PartitionStateChange, TopicChange
 from services.controller.flows.common import intent_span, move_partitions, move_replicas
 
 if TYPE_CHECKING:
-    from services.controller.controller import Controller
+    from services.controller.flows.context import FlowContext
 
 log = logging.getLogger(__name__)
 
 
 class TopicFlows:
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: FlowContext) -> None:
         self.c = c
 
     async def on_topic_change(self, event: TopicChange) -> None:

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from ctlharness import eventually
 
 from leasehold.metadata.v1 import metadata_pb2
 
 
-async def _setup(cluster, brokers=(1, 2, 3)):
+async def _setup(cluster, brokers=(1, 2, 3), **overrides):
     for b in brokers:
         await cluster.add_broker(b)
-    node = await cluster.add_controller(1)
+    node = await cluster.add_controller(1, **overrides)
     await cluster.active()
     return node
 
 
-async def test_broker_failure_reelects_from_isr_and_shrinks_isr(cluster):
-    await _setup(cluster)
+@pytest.mark.parametrize("delivery", ["fast", "plain"])
+async def test_broker_failure_reelects_from_isr_and_shrinks_isr(cluster, delivery):
+    """Either delivery (``services.controller.delivery``) runs the controller."""
+    await _setup(cluster, delivery=delivery)
     await cluster.create_topic("t", {0: [1, 2, 3], 1: [2, 1, 3], 2: [3, 2, 1]})
     before = await cluster.wait_states("t", 3, lambda s: True)
     mark = len(cluster.calls)

@@ -20,9 +20,14 @@ from leasehold.broker.v1 import control_pb2
 from leasehold.etcd.fenced import FencedError
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
-from services.controller.channels import _RESPONSES, LEADER_AND_ISR, UPDATE_METADATA, _Broker
 from services.controller.controller import Controller
 from services.controller.core import PartitionReplica, TopicPartition
+from services.controller.delivery.channels import (
+    _RESPONSES,
+    LEADER_AND_ISR,
+    UPDATE_METADATA,
+    _Broker,
+)
 from services.controller.flows import brokers as broker_flows
 from services.controller.flows.brokers import _by_partition_chunks
 from services.controller.statelog import StateChangeLog

@@ -24,14 +24,6 @@ from leasehold.broker.v1 import control_pb2
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
 from services.controller import statelog as statelog_module
-from services.controller.channels import (
-    _RESPONSES,
-    LEADER_AND_ISR,
-    UPDATE_METADATA,
-    ChannelSettings,
-    ControllerChannelManager,
-    _Broker,
-)
 from services.controller.core import (
     BrokerInfo,
     LeaderAndIsr,
@@ -40,6 +32,14 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.core.plan_builder import transition_record
+from services.controller.delivery.channels import (
+    _RESPONSES,
+    LEADER_AND_ISR,
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
 from services.controller.flows import brokers as brokers_flow
 from services.controller.statelog import StateChangeLog
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 
 from leasehold.broker.v1 import control_pb2
-from services.controller import wire
-from services.controller.channels import (
+from services.controller.core import BrokerInfo
+from services.controller.delivery import wire
+from services.controller.delivery.channels import (
     NOTHING_QUEUED,
     ChannelSettings,
     ControllerChannelManager,
     _Batch,
     _Broker,
 )
-from services.controller.core import BrokerInfo
 
 _MESSAGES = (
     control_pb2.LeaderAndIsrRequest,

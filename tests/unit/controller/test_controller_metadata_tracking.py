@@ -14,7 +14,6 @@ import pytest
 from leasehold.broker.v1 import control_pb2
 from services.broker_agent import convert
 from services.broker_agent.metadata_cache import MetadataCache
-from services.controller import wire
 from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
@@ -26,7 +25,8 @@ from services.controller.core import (
     TopicPartition,
     update_metadata_state,
 )
-from services.controller.metadata_cache import UpdateMetadataCache
+from services.controller.delivery import wire
+from services.controller.delivery.metadata_cache import UpdateMetadataCache
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 U0 = TopicPartition("u", 0)

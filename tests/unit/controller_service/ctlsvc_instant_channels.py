@@ -15,7 +15,7 @@ from collections.abc import Callable
 from google.protobuf.message import Message
 
 from bench.controller_micro import RecordingChannels
-from services.controller.channels import _RESPONSES, ChannelSettings, _Broker
+from services.controller.delivery.channels import _RESPONSES, ChannelSettings, _Broker
 
 
 class InstantChannels(RecordingChannels):

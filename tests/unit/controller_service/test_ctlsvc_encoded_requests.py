@@ -10,14 +10,6 @@ from google.protobuf.message import Message
 
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
-from services.controller import wire
-from services.controller.channels import (
-    _RESPONSES,
-    LEADER_AND_ISR,
-    UPDATE_METADATA,
-    ChannelSettings,
-    _Broker,
-)
 from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
@@ -25,6 +17,14 @@ from services.controller.core import (
     LeaderAndIsrPartitionState,
     TopicPartition,
     UpdateMetadataPartitionState,
+)
+from services.controller.delivery import wire
+from services.controller.delivery.channels import (
+    _RESPONSES,
+    LEADER_AND_ISR,
+    UPDATE_METADATA,
+    ChannelSettings,
+    _Broker,
 )
 
 B1 = BrokerInfo(1, "h1", 9001, "r1", 40)

@@ -25,9 +25,6 @@ from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import LEADER_DURING_DELETE, MetadataPartition, UpdateMetadata
 from services.controller import codec
 from services.controller import events as ev
-from services.controller.channels import (
-    UPDATE_METADATA,
-)
 from services.controller.config import ControllerConfig
 from services.controller.controller import Controller
 from services.controller.core import (
@@ -36,6 +33,9 @@ from services.controller.core import (
     PartitionReplica,
     ReplicaState,
     TopicPartition,
+)
+from services.controller.delivery.channels import (
+    UPDATE_METADATA,
 )
 from services.controller.flows import failover as failover_module
 from services.controller.statelog import StateChangeLog

@@ -1,5 +1,5 @@
 """A partition state already queued to a broker in the same controller event is not queued to it
-again (``services.controller.sent_states``): the broker failure's replica step re-sends the
+again (``services.controller.delivery.sent_states``): the broker failure's replica step re-sends the
 elections' LeaderAndIsr, which brokers ignore (equal leader epoch)."""
 
 from __future__ import annotations
@@ -11,11 +11,6 @@ from ctlsvc_instant_channels import InstantChannels
 from google.protobuf.message import Message
 
 from leasehold.broker.v1 import control_pb2
-from services.controller.channels import (
-    LEADER_AND_ISR,
-    STOP_REPLICA,
-    UPDATE_METADATA,
-)
 from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
@@ -25,7 +20,12 @@ from services.controller.core import (
     TopicPartition,
     UpdateMetadataPartitionState,
 )
-from services.controller.sent_states import SentStates
+from services.controller.delivery.channels import (
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    UPDATE_METADATA,
+)
+from services.controller.delivery.sent_states import SentStates
 
 LaiState = LeaderAndIsrPartitionState
 

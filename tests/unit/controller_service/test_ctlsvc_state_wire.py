@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leasehold.broker.v1 import control_pb2
-from services.controller import wire
 from services.controller.core import (
     LeaderAndIsr,
     LeaderAndIsrPartitionState,
     TopicPartition,
     UpdateMetadataPartitionState,
 )
+from services.controller.delivery import wire
 
 INT32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)

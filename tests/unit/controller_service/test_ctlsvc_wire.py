@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from leasehold.common.v1 import common_pb2
-from services.controller import wire
 from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
@@ -13,6 +12,7 @@ from services.controller.core import (
     TopicPartition,
     UpdateMetadataPartitionState,
 )
+from services.controller.delivery import wire
 
 B1 = BrokerInfo(1, "h1", 9001, "r1", 40)
 B2 = BrokerInfo(2, "h2", 9002, "", 41)

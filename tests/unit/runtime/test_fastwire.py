@@ -18,13 +18,14 @@ from leasehold import fastwire
 from leasehold.broker.v1 import control_pb2
 from leasehold.metadata.v1 import metadata_pb2
 from services.broker_agent.metadata_wire import PARTITION
-from services.controller import codec, wire
+from services.controller import codec
 from services.controller.core import (
     LeaderAndIsr,
     ReplicaAssignment,
     TopicPartition,
     UpdateMetadataPartitionState,
 )
+from services.controller.delivery import wire
 
 NEW_FIELD = "preferred_leader"
 

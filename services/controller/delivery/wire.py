@@ -9,9 +9,8 @@ LeaderAndIsr partition state usually goes to several brokers and is encoded once
 (``encoded_leader_and_isr``); UpdateMetadata, because its partition
 states are the same for every broker and, on a failover, for every partition of the cluster: the
 states are encoded once (``update_metadata_body``, or kept per partition by ``metadata_cache``)
-and each broker's request is its own small header followed by those bytes. Protobuf parses
-concatenated encodings as one message (repeated fields append), so the broker sees an ordinary
-``UpdateMetadataRequest``.
+and each broker's request is its own small header around those bytes (``around_states``): the
+same bytes as the generated class would write for the whole request.
 
 The partition states themselves are encoded from pieces kept per value (``StateEncoder``, by
 code that ``leasehold.fastwire`` generates from the layouts below), not one generated message
@@ -59,6 +58,20 @@ def endpoint(info: BrokerInfo) -> common_pb2.BrokerEndpoint:
     return common_pb2.BrokerEndpoint(
         broker_id=info.id, host=info.host, port=info.port, rack=info.rack
     )
+
+
+def around_states(header: Message) -> tuple[bytes, bytes]:
+    """A request's fields numbered before its ``partition_states`` and after them, encoded:
+    with the states between, the request has protobuf's own field order, so it is the same
+    bytes as the generated class's whole message."""
+    before = type(header)(
+        **{fd.name: v for fd, v in header.ListFields() if fd.number < _STATES_NUMBER}
+    )
+    after = type(header)()
+    after.CopyFrom(header)
+    for fd, _ in before.ListFields():
+        after.ClearField(fd.name)
+    return before.SerializeToString(), after.SerializeToString()
 
 
 def _leader_and_isr_header(req: BrokerRequests) -> control_pb2.LeaderAndIsrRequest:
@@ -132,6 +145,9 @@ UPDATE_METADATA_STATE = fastwire.Layout(
     entry_of=(control_pb2.UpdateMetadataRequest, "partition_states"),
 )
 _PARTITION_STATES = fastwire.field_key(control_pb2.UpdateMetadataRequest, "partition_states")
+_STATES_NUMBER = control_pb2.UpdateMetadataRequest.DESCRIPTOR.fields_by_name[
+    "partition_states"
+].number
 
 
 class StateEncoder:
@@ -173,9 +189,9 @@ def encoded_leader_and_isr(
     """
     if not req.leader_and_isr:
         return None
-    header = _leader_and_isr_header(req).SerializeToString()
+    before, after = around_states(_leader_and_isr_header(req))
     return EncodedRequest(
-        header + b"".join([encode_state(s) for s in req.leader_and_isr]),
+        before + b"".join([encode_state(s) for s in req.leader_and_isr]) + after,
         req.controller_id,
         req.controller_epoch,
         req.broker_epoch,
@@ -274,9 +290,9 @@ def encoded_update_metadata(
     partition_count: int,
 ) -> EncodedRequest:
     """``update_metadata(req, ...)`` in wire form, its partition states given as ``body``."""
-    header = _update_metadata_header(req, controller_host, controller_port)
+    before, after = around_states(_update_metadata_header(req, controller_host, controller_port))
     return EncodedRequest(
-        header.SerializeToString() + body,
+        before + body + after,
         req.controller_id,
         req.controller_epoch,
         req.broker_epoch,

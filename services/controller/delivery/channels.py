@@ -41,9 +41,9 @@ from leasehold import channels, telemetry
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
-from services.controller import wire
 from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
-from services.controller.sent_states import SentStates
+from services.controller.delivery import wire
+from services.controller.delivery.sent_states import SentStates
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +249,7 @@ class ControllerChannelManager:
                 um = wire.encoded_update_metadata(
                     req, s.controller_host, s.controller_port, bodies[key], len(req.update_metadata)
                 )
-            self._queue(
+            self.queue(
                 broker_id,
                 (
                     (LEADER_AND_ISR, wire.encoded_leader_and_isr(req, encode_state)),
@@ -264,7 +264,7 @@ class ControllerChannelManager:
         broker = self._brokers.get(broker_id)
         if broker is not None:
             broker.sent.clear()
-        return self._queue(broker_id, ((kind, request),))
+        return self.queue(broker_id, ((kind, request),))
 
     def forget_sent(self) -> None:
         """The controller event is over: forget the states queued in it (``sent_states``)."""
@@ -272,7 +272,9 @@ class ControllerChannelManager:
             if broker.sent:
                 broker.sent.clear()
 
-    def _queue(self, broker_id: int, requests: tuple[tuple[str, Request | None], ...]) -> bool:
+    def queue(self, broker_id: int, requests: tuple[tuple[str, Request | None], ...]) -> bool:
+        """Queue one broker's requests as one batch (sent in order, under one span); None
+        entries are left out. False if nothing was queued."""
         present = tuple((k, r) for k, r in requests if r is not None)
         if not present:
             return False

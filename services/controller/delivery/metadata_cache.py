@@ -21,7 +21,6 @@ epoch without decoding the cluster again; any other broker gets every partition.
 from __future__ import annotations
 
 from leasehold import metadata_digest
-from services.controller import wire
 from services.controller.core import (
     LEADER_DURING_DELETE,
     BrokerRequests,
@@ -29,6 +28,7 @@ from services.controller.core import (
     TopicPartition,
     update_metadata_state,
 )
+from services.controller.delivery import wire
 
 
 class UpdateMetadataCache:
@@ -102,7 +102,7 @@ class UpdateMetadataCache:
             header.broker_id: wire.encoded_update_metadata(
                 header, controller_host, controller_port, body, len(self._entries)
             )
-            for header in _headers(ctx)
+            for header in headers(ctx)
         }
 
     def digest_first_update_metadata(
@@ -117,11 +117,11 @@ class UpdateMetadataCache:
                 wire.digest_update_metadata(header, controller_host, controller_port, digest),
                 full[header.broker_id],
             )
-            for header in _headers(ctx)
+            for header in headers(ctx)
         }
 
 
-def _headers(ctx: ControllerContext) -> list[BrokerRequests]:
+def headers(ctx: ControllerContext) -> list[BrokerRequests]:
     """An empty request per registered broker, stamped with its epoch, the controller's id
     and epoch, and every registered broker as live."""
     brokers = ctx.brokers

@@ -1,0 +1,140 @@
+"""``FastDelivery``: the default delivery, with every speed mechanism (the package docstring).
+
+* **Encoding once.** A batch's partition states are encoded once for every broker that gets
+  them, from pieces kept per value (``channels.send_batch``, ``wire``).
+* **Digest-first metadata.** The standby keeps every partition's UpdateMetadata state encoded
+  (``metadata_cache``), so a failover's first request costs a join. Each broker is first sent
+  only the new epoch, the live brokers and the digest of the states it should hold
+  (``leasehold.metadata_digest``): a broker the old controller kept up to date takes it at
+  once; any other gets every partition right after, before anything queued behind.
+* **Sent once per event.** A state equal to one already queued to the same broker in the same
+  controller event is left out (``sent_states``).
+* **``nothing_queued`` and turns.** A request is marked ``nothing_queued`` when nothing follows
+  it, unless a flow announced more (``expect_more``: a broker failure's election chunks), so
+  brokers hold their data plane only while control requests keep coming
+  (``services.broker_agent.control_priority``); long computations give the senders turns
+  (``give_calls_a_turn``) and wait until gRPC has taken what is queued (``wait_issued``).
+* **Garbage collection.** The cyclic collector is paused while a bulk change allocates its
+  short-lived containers (``bulk_change``), and what a long event built is frozen after it
+  (``after_event``, ``leasehold.heap``), so later collections do not walk it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from leasehold import channels as grpc_channels
+from services.controller.core import BrokerRequests, ControllerContext
+from services.controller.delivery.base import ChannelsOfTheTerm
+from services.controller.delivery.channels import UPDATE_METADATA, ControllerChannelManager
+from services.controller.delivery.metadata_cache import UpdateMetadataCache
+from services.controller.delivery.plain import send_deleted_topics
+
+log = logging.getLogger(__name__)
+
+# How long the failover waits for gRPC to take its UpdateMetadata, and for the brokers to
+# settle it, before computing on anyway.
+ISSUE_TIMEOUT_S = 0.5
+# An event handled for at least this long is a bulk change of the context: freeze after it.
+BULK_EVENT_S = 0.05
+
+
+class FastDelivery(ChannelsOfTheTerm):
+    def __init__(self, channel_factory: Callable[[], ControllerChannelManager]) -> None:
+        super().__init__(channel_factory)
+        self.metadata_cache = UpdateMetadataCache()
+
+    # ---- requests --------------------------------------------------------------------------
+    def send_batch(self, requests: Mapping[int, BrokerRequests]) -> bool:
+        if self.channels is None or not requests:
+            return False
+        self.channels.send_batch(requests)
+        return True
+
+    def send_deleted_topics(self, ctx: ControllerContext, topics: Sequence[str]) -> None:
+        if self.channels is not None:
+            send_deleted_topics(self.channels, ctx, topics)
+
+    def event_done(self) -> None:
+        if self.channels is not None:
+            self.channels.forget_sent()
+
+    async def push_metadata(self, ctx: ControllerContext) -> str:
+        """Every partition to every registered broker, digest-first from the cache, on the
+        wire and settled (or ``ISSUE_TIMEOUT_S`` twice). Returns what happened, for the log."""
+        channels = self.channels
+        if channels is None:
+            return "not sent (no channels)"
+        s = channels.settings
+        cache = self.metadata_cache
+        requests = cache.digest_first_update_metadata(ctx, s.controller_host, s.controller_port)
+        queued = [r for b, r in requests.items() if channels.send(b, UPDATE_METADATA, r)]
+        # On the wire, then answered (a broker kept up to date by the old controller takes the
+        # digest in a few milliseconds) or, for a broker whose cache differs, sent in full.
+        settled = await channels.wait_issued(ISSUE_TIMEOUT_S)
+        if settled and queued:
+            try:
+                await asyncio.wait_for(
+                    asyncio.gather(*(r.settled.wait() for r in queued)), ISSUE_TIMEOUT_S
+                )
+            except TimeoutError:
+                settled = False
+        in_full = sorted(b for b, r in requests.items() if r.in_full)
+        return (
+            f"(digest {cache.digest().hex()} of {len(cache)} partitions) "
+            f"{'settled' if settled else 'still queued or unanswered'} to {len(requests)} "
+            f"brokers; sent in full to brokers {in_full or 'none'}"
+        )
+
+    # ---- the standby's metadata ------------------------------------------------------------
+    def refresh_metadata(self, ctx: ControllerContext) -> None:
+        self.metadata_cache.refresh(ctx)
+
+    def reset_metadata(self) -> None:
+        self.metadata_cache = UpdateMetadataCache()
+
+    # ---- pacing ----------------------------------------------------------------------------
+    def expect_more(self) -> Callable[[], None]:
+        if self.channels is None:
+            return super().expect_more()
+        return self.channels.expect_more()
+
+    async def give_calls_a_turn(self) -> None:
+        await grpc_channels.give_calls_a_turn()
+
+    async def wait_issued(self, timeout_s: float, *, idle_only: bool = False) -> bool:
+        if self.channels is None:
+            return True
+        return await self.channels.wait_issued(timeout_s, idle_only=idle_only)
+
+    async def wait_answered(self, timeout_s: float) -> bool:
+        if self.channels is None:
+            return True
+        return await self.channels.wait_answered(timeout_s)
+
+    @contextlib.contextmanager
+    def bulk_change(self) -> Iterator[None]:
+        """Keep the cyclic garbage collector out of a large state change's critical path (a
+        controlled shutdown's answer, a broker failure's elections).
+
+        Moving leadership of 10,000 partitions allocates some 100,000 short-lived containers
+        (elections, plan entries, records, request states); each crossing of the collector's
+        thresholds would scan the controller's whole long-lived heap (every partition's context
+        entries), several times per request. Reference counting frees those objects anyway;
+        the collection is left for after. A collector already disabled stays disabled."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def after_event(self, seconds: float) -> None:
+        if seconds >= BULK_EVENT_S:
+            self.heap.settle()
+        self.heap.maintain()
