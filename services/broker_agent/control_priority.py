@@ -35,6 +35,7 @@ import contextlib
 from collections.abc import Iterator
 
 from leasehold.channels import give_calls_a_turn
+from leasehold.clock import Clock, LoopClock, wait_for
 
 # How long the data plane still waits after a control request: the controller sends a broker's
 # next request (the UpdateMetadata after a LeaderAndIsr, the next chunk of a failure's
@@ -56,7 +57,14 @@ SLICE = 500
 
 
 class ControlPriority:
-    def __init__(self, linger_s: float = LINGER_S, max_hold_s: float = MAX_HOLD_S) -> None:
+    def __init__(
+        self,
+        linger_s: float = LINGER_S,
+        max_hold_s: float = MAX_HOLD_S,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self._clock = clock or LoopClock()
         self._linger_s = linger_s
         self._max_hold_s = max_hold_s
         self._active = 0
@@ -78,7 +86,7 @@ class ControlPriority:
 
         ``linger`` False: the controller said nothing follows this request (its
         ``nothing_queued``), so the data plane runs again as soon as it is handled."""
-        self._busy_since = asyncio.get_running_loop().time()
+        self._busy_since = self._clock.now()
         self._active += 1
         self._idle.clear()
         try:
@@ -89,7 +97,7 @@ class ControlPriority:
             if not self._active:
                 if linger and self._linger_s > 0:
                     ended = self._ended
-                    asyncio.get_running_loop().call_later(self._linger_s, self._open, ended)
+                    self._clock.call_later(self._linger_s, self._open, ended)
                 else:
                     self._idle.set()
 
@@ -111,8 +119,8 @@ class ControlPriority:
         if self._idle.is_set():
             return
         self.waits += 1
-        left = self._busy_since + self._max_hold_s - asyncio.get_running_loop().time()
+        left = self._busy_since + self._max_hold_s - self._clock.now()
         try:
-            await asyncio.wait_for(self._idle.wait(), max(left, 0.0))
+            await wait_for(self._clock, self._idle.wait(), left)
         except TimeoutError:
             self.overheld += 1

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from opentelemetry.context import Context
 
 from leasehold import telemetry
+from leasehold.clock import Clock, LoopClock, wait_for
 from services.controller.events import ControllerEvent, WatchDelivery
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,14 @@ class EventStats:
 
 
 class EventLoop:
-    def __init__(self, handler: Handler, hold: HoldPolicy | None = HoldPolicy()) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        hold: HoldPolicy | None = HoldPolicy(),
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self._clock = clock or LoopClock()
         self._handler = handler
         self._hold = hold
         self._queue: asyncio.Queue[_Item] = asyncio.Queue()
@@ -90,7 +97,7 @@ class EventLoop:
         return len(self._held)
 
     def put(self, event: ControllerEvent, parent: Context | None = None) -> None:
-        self._queue.put_nowait((time.monotonic(), event, parent))
+        self._queue.put_nowait((self._clock.now(), event, parent))
 
     def start(self) -> None:
         if self._task is None:
@@ -100,7 +107,7 @@ class EventLoop:
         """Finish the event being handled, then stop; later events are dropped."""
         if self._task is None:
             return
-        self._queue.put_nowait((time.monotonic(), None, None))
+        self._queue.put_nowait((self._clock.now(), None, None))
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout=10)
         except TimeoutError:
@@ -117,7 +124,7 @@ class EventLoop:
             if event is None:
                 return
             if isinstance(event, WatchDelivery) and self._holds(event):
-                now = time.monotonic()
+                now = self._clock.now()
                 if not self._held:
                     self._held_first = now
                 self._held_last = now
@@ -138,12 +145,12 @@ class EventLoop:
             return await self._queue.get()
         assert self._hold is not None
         due = min(self._held_last + self._hold.quiet_s, self._held_first + self._hold.max_s)
-        remaining = due - time.monotonic()
+        remaining = due - self._clock.now()
         if remaining <= 0:
             return None
         try:
             # A cancelled ``Queue.get`` leaves its item in the queue: nothing is lost.
-            return await asyncio.wait_for(self._queue.get(), remaining)
+            return await wait_for(self._clock, self._queue.get(), remaining)
         except TimeoutError:
             return None
 
@@ -168,7 +175,7 @@ class EventLoop:
     async def _handle(
         self, enqueued: float, event: ControllerEvent, parent: Context | None
     ) -> None:
-        started = time.monotonic()
+        started = self._clock.now()
         self.stats.last_queue_time_ms = (started - enqueued) * 1000
         self.current = event
         try:
@@ -183,7 +190,7 @@ class EventLoop:
             log.exception("error while handling controller event %s", event.name)
         finally:
             self.current = None
-            self.stats.last_handle_time_ms = (time.monotonic() - started) * 1000
+            self.stats.last_handle_time_ms = (self._clock.now() - started) * 1000
             self.stats.handled[event.name] = self.stats.handled.get(event.name, 0) + 1
             if self.observer is not None:
                 self.observer(

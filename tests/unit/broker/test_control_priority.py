@@ -11,6 +11,7 @@ import asyncio
 import pytest
 
 from leasehold.broker.v1 import broker_pb2, control_pb2
+from leasehold.clock import ManualClock, turns
 from services.broker_agent.control_priority import ControlPriority
 from services.broker_agent.fetch_state import FetcherSettings
 from services.broker_agent.fetcher import ReplicaFetcher
@@ -25,122 +26,144 @@ async def _waiter(priority: ControlPriority, done: list[str], name: str) -> None
 
 
 async def test_idle_data_turn_does_not_wait() -> None:
-    priority = ControlPriority(linger_s=10.0)
-    await asyncio.wait_for(priority.data_turn(), 0.1)
+    priority = ControlPriority(linger_s=10.0, clock=ManualClock())
+    await priority.data_turn()
     assert (priority.busy, priority.waits) == (False, 0)
 
 
 @pytest.mark.parametrize("linger", [0.0, 0.03])
 async def test_data_waits_for_the_control_request_and_the_linger(linger) -> None:
-    priority = ControlPriority(linger_s=linger)
+    clock = ManualClock()
+    priority = ControlPriority(linger_s=linger, clock=clock)
     done: list[str] = []
-    loop = asyncio.get_running_loop()
     with priority.control():
         task = asyncio.create_task(_waiter(priority, done, "fetch"))
-        await asyncio.sleep(0.02)
+        clock.advance(0.02)
+        await turns()
         assert done == [] and priority.busy
-    ended = loop.time()
-    await asyncio.wait_for(task, 1.0)
-    assert done == ["fetch"] and priority.waits == 1
-    assert loop.time() - ended >= linger * 0.9
+    await turns()
+    if linger:
+        assert done == [] and priority.busy  # the linger: another request may follow
+        clock.advance(linger - 0.001)
+        await turns()
+        assert done == []
+        clock.advance(0.001)
+    await turns()
+    assert task.done() and done == ["fetch"] and priority.waits == 1
     assert not priority.busy
 
 
 async def test_a_control_request_within_the_linger_keeps_data_waiting() -> None:
-    priority = ControlPriority(linger_s=0.05)
+    clock = ManualClock()
+    priority = ControlPriority(linger_s=0.05, clock=clock)
     done: list[str] = []
     with priority.control():
         pass
     task = asyncio.create_task(_waiter(priority, done, "fetch"))
-    await asyncio.sleep(0.03)
+    clock.advance(0.03)
+    await turns()
     with priority.control():  # the UpdateMetadata after a LeaderAndIsr
-        await asyncio.sleep(0.04)  # the first linger's timer fires meanwhile: stays closed
+        clock.advance(0.04)  # the first linger's timer fires meanwhile: stays closed
+        await turns()
         assert done == []
-    await asyncio.sleep(0.02)
+    clock.advance(0.049)
+    await turns()
     assert done == []  # still within the second request's linger
-    await asyncio.wait_for(task, 1.0)
-    assert done == ["fetch"]
+    clock.advance(0.001)
+    await turns()
+    assert task.done() and done == ["fetch"]
 
 
 async def test_a_request_without_linger_opens_the_data_plane_when_it_ends() -> None:
     """The controller marked it ``nothing_queued``: no wait for a request that is not coming.
     A request with the linger before it does not keep the data plane closed either."""
-    priority = ControlPriority(linger_s=10.0)
+    clock = ManualClock()
+    priority = ControlPriority(linger_s=10.0, clock=clock)
     done: list[str] = []
     with priority.control():
         pass
     with priority.control(linger=False):
         task = asyncio.create_task(_waiter(priority, done, "metadata"))
-        await asyncio.sleep(0.02)
+        await turns()
         assert done == [] and priority.busy
-    await asyncio.wait_for(task, 0.5)
-    assert done == ["metadata"] and not priority.busy
+    await turns()
+    assert task.done() and done == ["metadata"] and not priority.busy
 
 
 async def test_overlapping_control_requests_hold_until_the_last_ends() -> None:
-    priority = ControlPriority(linger_s=0.0)
+    priority = ControlPriority(linger_s=0.0, clock=ManualClock())
     done: list[str] = []
     first, second = priority.control(), priority.control()
     first.__enter__()
     second.__enter__()
     task = asyncio.create_task(_waiter(priority, done, "produce"))
     first.__exit__(None, None, None)
-    await asyncio.sleep(0.02)
+    await turns()
     assert done == []
     second.__exit__(None, None, None)
-    await asyncio.wait_for(task, 1.0)
-    assert done == ["produce"]
+    await turns()
+    assert task.done() and done == ["produce"]
 
 
 async def test_a_long_busy_spell_holds_data_for_max_hold_at_most() -> None:
     """A 100,000-partition request takes seconds: clients are served meanwhile after the
     bound, counted as ``overheld``; a later request starts its own bound."""
-    priority = ControlPriority(linger_s=0.0, max_hold_s=0.05)
-    loop = asyncio.get_running_loop()
+    clock = ManualClock()
+    priority = ControlPriority(linger_s=0.0, max_hold_s=0.05, clock=clock)
     for _ in range(2):
         with priority.control():
-            began = loop.time()
-            await asyncio.sleep(0.02)
-            await asyncio.wait_for(priority.data_turn(), 1.0)
-            waited = loop.time() - began
-            assert priority.busy  # let through while the request still runs
-        assert 0.04 <= waited < 0.5
-        await asyncio.sleep(0.01)
+            clock.advance(0.02)
+            turn = asyncio.create_task(priority.data_turn())
+            await turns()
+            clock.advance(0.029)
+            await turns()
+            assert not turn.done()
+            clock.advance(0.001)  # 50 ms since the request began
+            await turns()
+            assert turn.done() and priority.busy  # let through while the request still runs
+        clock.advance(0.01)
     assert (priority.waits, priority.overheld) == (2, 2)
 
 
 async def test_the_hold_bound_counts_from_the_latest_control_request() -> None:
     """A LeaderAndIsr, then (within the linger) its UpdateMetadata: data waiting during the
     second request gets the bound from the second request's start."""
-    priority = ControlPriority(linger_s=0.02, max_hold_s=0.06)
-    loop = asyncio.get_running_loop()
+    clock = ManualClock()
+    priority = ControlPriority(linger_s=0.02, max_hold_s=0.06, clock=clock)
     with priority.control():
-        await asyncio.sleep(0.05)
+        clock.advance(0.05)
     with priority.control():
-        began = loop.time()
-        await asyncio.sleep(0.01)
-        await asyncio.wait_for(priority.data_turn(), 1.0)
-        assert loop.time() - began >= 0.05
+        clock.advance(0.01)
+        turn = asyncio.create_task(priority.data_turn())
+        await turns()
+        clock.advance(0.049)  # 110 ms after the first request began, 59 after the second
+        await turns()
+        assert not turn.done()
+        clock.advance(0.001)
+        await turns()
+        assert turn.done()
     assert priority.overheld == 1
 
 
 async def test_a_cancelled_waiter_leaves_nothing_behind() -> None:
     """A fetcher stopped by the control request it waits behind just ends."""
-    priority = ControlPriority(linger_s=0.0)
+    clock = ManualClock()
+    priority = ControlPriority(linger_s=0.0, clock=clock)
     with priority.control():
         task = asyncio.create_task(priority.data_turn())
         await asyncio.sleep(0)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    await asyncio.wait_for(priority.data_turn(), 0.1)
+    assert clock.pending == 0  # its hold timer went with it
+    await priority.data_turn()
 
 
 class _SlowReplicas:
     """Applies every control request only once ``release`` is set."""
 
     def __init__(self) -> None:
-        self.priority = ControlPriority(linger_s=0.0)
+        self.priority = ControlPriority(linger_s=0.0, clock=ManualClock())
         self.release = asyncio.Event()
 
     async def _apply(self, request) -> ControlResult:
@@ -174,11 +197,11 @@ async def test_a_metadata_call_is_answered_after_the_control_request(kind) -> No
         order.append(name)
 
     applying = asyncio.create_task(call(kind, getattr(control, kind)(_CONTROL[kind], None)))
-    await asyncio.sleep(0.01)
+    await turns()
     asking = asyncio.create_task(
         call("Metadata", data.Metadata(broker_pb2.MetadataRequest(all_topics=True), None))
     )
-    await asyncio.sleep(0.02)
+    await turns()
     assert order == [] and replicas.priority.waits == 1
     replicas.release.set()
     await asyncio.wait_for(asyncio.gather(applying, asking), 1.0)
@@ -189,7 +212,7 @@ async def test_a_metadata_call_is_answered_after_the_control_request(kind) -> No
 @pytest.mark.parametrize("nothing_queued", [False, True])
 async def test_the_linger_follows_the_controllers_nothing_queued(kind, nothing_queued) -> None:
     replicas = _SlowReplicas()
-    replicas.priority = ControlPriority(linger_s=10.0)
+    replicas.priority = ControlPriority(linger_s=10.0, clock=ManualClock())
     replicas.release.set()
     control = BrokerControlServicer(replicas)  # type: ignore[arg-type]
     request = type(_CONTROL[kind])()
@@ -200,7 +223,7 @@ async def test_the_linger_follows_the_controllers_nothing_queued(kind, nothing_q
 
 
 async def test_a_replica_fetcher_round_waits_its_turn() -> None:
-    priority = ControlPriority(linger_s=0.0)
+    priority = ControlPriority(linger_s=0.0, clock=ManualClock())
     rounds: list[str] = []
 
     class _Fetcher(ReplicaFetcher):
@@ -224,7 +247,7 @@ async def test_a_replica_fetcher_round_waits_its_turn() -> None:
     )
     with priority.control():
         task = asyncio.create_task(fetcher.do_work())
-        await asyncio.sleep(0.02)
+        await turns()
         assert rounds == []
     await asyncio.wait_for(task, 1.0)
     assert rounds == ["round"]

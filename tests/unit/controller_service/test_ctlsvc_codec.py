@@ -74,7 +74,7 @@ def assignments(draw) -> ReplicaAssignment:
     st.lists(st.integers(min_value=-2, max_value=2**31 - 1), max_size=4),
 )
 def test_partition_state_encodes_as_the_generated_class_does(lai, assignment, offline):
-    """The hand-assembled value is byte for byte the generated encoder's, the first time and
+    """The value encoded from pieces is byte for byte the generated encoder's, the first time and
     again from the cached pieces."""
     expected = metadata_pb2.PartitionState(
         leader=lai.leader,

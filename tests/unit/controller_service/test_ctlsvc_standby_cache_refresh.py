@@ -3,17 +3,19 @@ after a delay, in one pass, after large ones (a broker's liveness, thousands of 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from leasehold.clock import ManualClock
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
 from services.controller import codec
-from services.controller import controller as controller_module
 from services.controller import events as ev
 from services.controller.config import ControllerConfig
-from services.controller.controller import CACHE_REFRESH_AT_ONCE, Controller
+from services.controller.controller import (
+    CACHE_REFRESH_AT_ONCE,
+    CACHE_REFRESH_DELAY_S,
+    Controller,
+)
 from services.controller.core import BrokerInfo, LeaderAndIsr, TopicPartition
 from services.controller.statelog import StateChangeLog
 
@@ -35,6 +37,7 @@ def _standby(tmp_path, puts: list) -> Controller:
         StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
         lambda: [],
         lambda: None,  # type: ignore[arg-type,return-value]
+        clock=ManualClock(),
     )
     c.put = puts.append
     return c
@@ -77,16 +80,15 @@ CASES = [
 
 @pytest.mark.parametrize(("partitions", "cached", "scheduled"), CASES)
 async def test_large_batches_are_re_encoded_later_in_one_pass(
-    tmp_path, monkeypatch, partitions, cached, scheduled
+    tmp_path, partitions, cached, scheduled
 ):
-    monkeypatch.setattr(controller_module, "CACHE_REFRESH_DELAY_S", 0.01)
     puts: list = []
     c = _standby(tmp_path, puts)
     await _feed(c, [ev.BrokerChange(registered=BROKERS), ev.Synced(5)])
     assert len(c.metadata_cache) == 0 and puts == []  # nothing to encode yet
     await _feed(c, _topic(partitions, 1, 10))
     assert len(c.metadata_cache) == cached
-    await asyncio.sleep(0.05)
+    c.time.advance(CACHE_REFRESH_DELAY_S)
     assert puts == [ev.RefreshStandbyCache()] * scheduled
     for event in puts:
         await c.handle(event)
@@ -94,15 +96,14 @@ async def test_large_batches_are_re_encoded_later_in_one_pass(
     assert c.ctx.metadata_changes_pending() == 0
 
 
-async def test_batches_while_a_refresh_is_due_wait_for_it(tmp_path, monkeypatch):
+async def test_batches_while_a_refresh_is_due_wait_for_it(tmp_path):
     """A broker's liveness changed (every partition to re-encode), then small batches: they
     are not re-encoded on their own (that would take everything now); the one refresh due
     takes all of it."""
-    monkeypatch.setattr(controller_module, "CACHE_REFRESH_DELAY_S", 0.01)
     puts: list = []
     c = _standby(tmp_path, puts)
     await _feed(c, [ev.BrokerChange(registered=BROKERS), *_topic(CACHE_REFRESH_AT_ONCE, 1, 10)])
-    await asyncio.sleep(0.05)
+    c.time.advance(CACHE_REFRESH_DELAY_S)
     for event in puts:
         await c.handle(event)
     puts.clear()
@@ -117,7 +118,7 @@ async def test_batches_while_a_refresh_is_due_wait_for_it(tmp_path, monkeypatch)
     )
     await _feed(c, [ev.PartitionStateChange((moved,)), ev.Synced(12)])
     assert c.ctx.metadata_changes_pending() == CACHE_REFRESH_AT_ONCE  # still waiting
-    await asyncio.sleep(0.05)
+    c.time.advance(CACHE_REFRESH_DELAY_S)
     assert puts == [ev.RefreshStandbyCache()]
     await c.handle(puts[0])
     assert c.ctx.metadata_changes_pending() == 0

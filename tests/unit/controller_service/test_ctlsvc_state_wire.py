@@ -1,5 +1,6 @@
-"""The hand-assembled partition states (``wire.StateEncoder``) against the generated encoder:
-same message, same bytes, for any field values, and again once the pieces are cached."""
+"""The partition states encoded from pieces (``wire.StateEncoder``, ``leasehold.fastwire``)
+against the generated classes: same message, same bytes, for any field values, and again once
+the pieces are cached."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``fenced.txn_request`` (a transaction encoded by hand) against the generated classes: the same
-bytes as ``rpc.TxnRequest`` built from ``cmp_mod_revision`` / ``op_put`` / ``op_delete`` and the
-fence's compares and reads, for any keys, values and revisions."""
+"""``fenced.txn_request`` (encoded from ``fastwire`` layouts) against the generated classes: the
+same bytes as ``rpc.TxnRequest`` built from ``cmp_mod_revision`` / ``op_put`` / ``op_delete`` and
+the fence's compares and reads, for any keys, values and revisions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""State-change records: the hand-built JSON is exactly the old ``asdict`` encoding, and the
+"""State-change records: the JSON written is exactly the old ``asdict`` encoding, and the
 controller's log is encoded and written at ``flush`` (once per event), in the trace each record
 was written in, with transitions logged at DEBUG."""
 
