@@ -38,7 +38,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from leasehold import telemetry
@@ -63,14 +62,15 @@ from services.controller.statelog import StateChangeLog, now_ms
 from services.controller.store import (
     ControllerStore,
     NotElectedError,
+    PendingPlan,
     PlanCommit,
+    Retry,
     WriteConflictError,
 )
 from services.controller.view import ClusterView, apply_warm
 
 log = logging.getLogger(__name__)
 
-Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
 
 # How long ``send_now`` waits for gRPC to take a batch from idle senders (normally a few loop
 # iterations) before computing on anyway.
@@ -89,14 +89,6 @@ _METADATA = (
     ev.ElectionRequest,
     ev.ControllerEpochChange,
 )
-
-
-@dataclass(frozen=True)
-class PendingPlan:
-    """A plan whose commit ``Controller.begin`` started (None: nothing to write)."""
-
-    plan: StateChangePlan
-    commit: asyncio.Future[PlanCommit] | None
 
 
 class Controller:

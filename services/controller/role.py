@@ -27,21 +27,46 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from leasehold.clock import Clock
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2
 from services.controller import events as ev
-from services.controller.core import BrokerInfo
+from services.controller.config import ControllerConfig
+from services.controller.core import BrokerInfo, ControllerContext
+from services.controller.core.role import ControllerRole
+from services.controller.delivery import BrokerDelivery
 from services.controller.events import (
     AlterPartition,
     BrokerChange,
     ControlledShutdown,
     ControllerEvent,
 )
+from services.controller.statelog import StateChangeLog
+from services.controller.store import ControllerStore
 
-if TYPE_CHECKING:
-    from services.controller.controller import Controller
+
+class OfficeHost(Protocol):
+    """What the office needs of the controller (``Controller`` is the one host)."""
+
+    config: ControllerConfig
+    ctx: ControllerContext
+    role: ControllerRole
+    time: Clock
+    delivery: BrokerDelivery
+    statelog: StateChangeLog
+    store: ControllerStore
+    put: Callable[[ControllerEvent], None]
+    on_deposed: Callable[[], None]
+
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def epoch_revision(self) -> int: ...
+    async def dispatch(self, event: ControllerEvent) -> None: ...
+    async def deactivate(self, reason: str, *, rebuild: bool = ...) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +166,7 @@ class Office:
     etcd reachability, the brokers' grace. ``intercept`` takes the events that are the role's
     own, and those a suspended controller must not act on now."""
 
-    def __init__(self, c: Controller) -> None:
+    def __init__(self, c: OfficeHost) -> None:
         self.c = c
         self.grace = OutageGrace(grace_s=c.config.broker_grace_s, clock=c.time.now)
 

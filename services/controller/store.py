@@ -59,6 +59,18 @@ class PlanCommit:
     transactions: int = 0
 
 
+# Decides a plan again for partitions whose epoch changed in etcd (``Controller.execute``).
+Retry = Callable[[tuple[TopicPartition, ...]], StateChangePlan]
+
+
+@dataclass(frozen=True)
+class PendingPlan:
+    """A plan whose commit ``Controller.begin`` started (None: nothing to write)."""
+
+    plan: StateChangePlan
+    commit: asyncio.Future[PlanCommit] | None
+
+
 class ControllerStore:
     def __init__(
         self, client: EtcdClient, keyspace: Keyspace, mirror: Mapping[bytes, KV] | None = None

@@ -7,12 +7,10 @@ queues requests; how they reach the brokers is the delivery's business.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from services.controller import events as ev
 from services.controller.flows.alter_partition import AlterPartitionFlow
 from services.controller.flows.brokers import BrokerFlows
-from services.controller.flows.context import FlowContext
+from services.controller.flows.context import FlowContext, Host
 from services.controller.flows.deletion import TopicDeletionManager
 from services.controller.flows.elections import ElectionFlows
 from services.controller.flows.failover import Failover
@@ -21,13 +19,11 @@ from services.controller.flows.shutdown import ControlledShutdownFlow
 from services.controller.flows.topics import TopicFlows
 from services.controller.view import apply_warm
 
-if TYPE_CHECKING:
-    from services.controller.controller import Controller
-
 
 class Flows:
-    def __init__(self, host: Controller) -> None:
+    def __init__(self, host: Host) -> None:
         c = FlowContext(host)
+        c.flows = self
         self.c = c
         self.failover = Failover(c)
         self.brokers = BrokerFlows(c)

@@ -24,10 +24,9 @@ from services.controller.core import (
     decide_partition_changes,
     decide_replica_changes,
 )
-from services.controller.store import Updater
+from services.controller.store import PendingPlan, Updater
 
 if TYPE_CHECKING:
-    from services.controller.controller import PendingPlan
     from services.controller.flows.context import FlowContext
 
 EMPTY = StateChangePlan(controller_epoch=0)

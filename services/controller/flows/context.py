@@ -17,16 +17,58 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from leasehold.clock import Cancellable
+from leasehold.clock import Cancellable, Clock
 from services.controller import events as ev
-from services.controller.core import BrokerInfo, StateChangePlan, TopicPartition
+from services.controller.config import ControllerConfig
+from services.controller.core import (
+    BrokerInfo,
+    ControllerContext,
+    RequestBatch,
+    StateChangePlan,
+    TopicPartition,
+)
 from services.controller.core.role import ControllerRole
+from services.controller.delivery import BrokerDelivery
+from services.controller.statelog import StateChangeLog
+from services.controller.store import ControllerStore, PendingPlan, Retry
+from services.controller.view import ClusterView
 
-if TYPE_CHECKING:  # the controller is the host; flows are given this context, not it
-    from services.controller.controller import Controller, PendingPlan, Retry
-    from services.controller.flows import Flows
+
+class Host(Protocol):
+    """What the context needs of the controller (``Controller`` is the one host)."""
+
+    id: int
+    config: ControllerConfig
+    ctx: ControllerContext
+    view: ClusterView
+    store: ControllerStore
+    statelog: StateChangeLog
+    batch: RequestBatch
+    role: ControllerRole
+    time: Clock
+    delivery: BrokerDelivery
+    synced_revision: int
+    failover_context: Any
+    put: Callable[[ev.ControllerEvent], None]
+    on_deposed: Callable[[], None]
+    on_leader_elections: Callable[[int, int, float], None]
+
+    def now_ms(self) -> int: ...
+    async def execute(
+        self, plan: StateChangePlan, *, retry: Retry | None = ..., attempts: int = ...
+    ) -> StateChangePlan: ...
+    def begin(self, plan: StateChangePlan) -> PendingPlan: ...
+    async def complete(
+        self, pending: PendingPlan, *, retry: Retry | None = ..., attempts: int = ...
+    ) -> StateChangePlan: ...
+    def holding_requests(
+        self, held: list[StateChangePlan]
+    ) -> contextlib.AbstractContextManager: ...
+    async def refresh_partitions(self, tps: Sequence[TopicPartition]) -> None: ...
+    def flush(self) -> bool: ...
+    async def send_now(self) -> None: ...
 
 
 class Timer:
@@ -43,8 +85,9 @@ class Timer:
 
 
 class FlowContext:
-    def __init__(self, host: Controller) -> None:
+    def __init__(self, host: Host) -> None:
         self._c = host
+        self.flows: Any = None  # the sibling flows (``Flows`` sets itself here)
 
     # ---- what the flows read -----------------------------------------------------------------
     @property
@@ -52,32 +95,30 @@ class FlowContext:
         return self._c.id
 
     @property
-    def config(self):
+    def config(self) -> ControllerConfig:
         return self._c.config
 
     @property
-    def ctx(self):
+    def ctx(self) -> ControllerContext:
         return self._c.ctx
 
     @property
-    def view(self):
+    def view(self) -> ClusterView:
         return self._c.view
 
     @property
-    def store(self):
+    def store(self) -> ControllerStore:
+        """Fenced etcd writes: intents' results, topic keys, configs."""
         return self._c.store
 
     @property
-    def statelog(self):
+    def statelog(self) -> StateChangeLog:
         return self._c.statelog
 
     @property
-    def batch(self):
+    def batch(self) -> RequestBatch:
+        """Where the event's broker requests are queued (sent by ``flush``)."""
         return self._c.batch
-
-    @property
-    def flows(self) -> Flows:
-        return self._c.flows
 
     @property
     def role(self) -> ControllerRole:
