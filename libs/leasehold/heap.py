@@ -2,7 +2,7 @@
 
 A broker agent hosting 10,000 partitions holds some 430,000 container objects that live as long
 as their partitions do (logs, fetch states, metadata entries). CPython's full collection walks
-all of them with the event loop stopped: 250-450 ms measured here. A LeaderAndIsr that changes
+all of them with the event loop stopped, hundreds of milliseconds. A LeaderAndIsr that changes
 thousands of partitions allocates enough to set one off, so it lands inside the very request
 whose latency matters, and delays the UpdateMetadata queued behind it.
 

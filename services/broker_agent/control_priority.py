@@ -6,9 +6,9 @@ when a broker is busy. The agent serves everything on one asyncio loop: a contro
 yields the loop between slices of its work (``leader_and_isr.YIELD_EVERY``) or while its files
 are synced on a worker thread lets whatever is ready run meanwhile, and after a broker failure
 that is the replication just restarted: new followers' fetch rounds and the other survivor's
-fetch sessions, thousands of partitions each. Measured on 2 cores, a 5,000-partition
-LeaderAndIsr took 2-3 times its own CPU to answer, and every chunk of a failure's elections
-waits for the answer to the previous one.
+fetch sessions, thousands of partitions each. Without an order, a large LeaderAndIsr takes
+several times its own CPU to answer, and every chunk of a failure's elections waits for the
+answer to the previous one.
 
 ``ControlPriority`` is the queue order: while a control request is being handled, data-plane
 work does not start (each Produce, Fetch, ListOffsets, OffsetsForLeaderEpoch and Metadata
@@ -17,15 +17,16 @@ to its next await, and the long steps of replication (a leader's session fetch r
 follower's handling of the answer) have one every ``SLICE`` partitions (``pause``).
 Between two control requests (the controller sends one at a time per broker and waits for
 each answer) the data plane runs, once ``LINGER_S`` has passed without another one, or at once
-after a request the controller marked ``nothing_queued`` (the last of a spell: the linger after
-it only delayed clients' first look at the new leaders, 50-100 ms after a broker failure). A
-control request holds the data plane for ``MAX_HOLD_S`` at most: a 100,000-partition
-LeaderAndIsr takes seconds, and clients are then served between its slices, as before,
-rather than not at all. The bound is per request, not per spell of requests: a
-broker failure's four requests to a survivor take about a second together, and letting the
-replication in after the first half second slowed the last two as much as no priority.
+after a request the controller marked ``nothing_queued`` (the last of a spell: a linger after
+it would only delay clients' first look at the new leaders). A control request holds the data
+plane for ``MAX_HOLD_S`` at most: a 100,000-partition LeaderAndIsr takes seconds, and clients
+are then served between its slices rather than not at all. The bound is per request, not per
+spell of requests: a broker failure's few requests to a survivor take about a second together,
+and letting the replication in halfway would slow the last ones as much as no priority.
 Nothing a control request awaits depends on the data plane: its syncs and log creation run on
 worker threads, and the fetchers it stops are cancelled, which ends a wait here too.
+
+Time is the injected ``Clock`` (``leasehold.clock``): tests drive the linger and the hold.
 """
 
 from __future__ import annotations
@@ -39,20 +40,18 @@ from leasehold.clock import Clock, LoopClock, wait_for
 
 # How long the data plane still waits after a control request: the controller sends a broker's
 # next request (the UpdateMetadata after a LeaderAndIsr, the next chunk of a failure's
-# elections) as soon as it has the answer, a loop round trip later, and a fetch round (or,
-# before ``metadata_wire``, a Metadata answer) started in between holds it up for 100-200 ms at
-# 5,000 partitions. With 20 ms the next request was seen arriving 1-10 ms too late (traced
-# broker failures, 2026-11-23); 50 ms covers a busy controller's round trip and is still short
-# enough not to matter to clients. Metadata calls wait for it too: let through between two
-# requests of a spell, they rebuilt the answers of every topic the spell had moved there, and
-# the next request waited 50-160 ms (traced, 2026-11-23), more than the linger they saved.
+# elections) as soon as it has the answer, a loop round trip later, and a fetch round started in
+# between would hold it up for a round's length. 50 ms covers a busy controller's round trip and
+# is short enough not to matter to clients. Metadata calls wait for it too: let through between
+# two requests of a spell, they would rebuild the answers of every topic the spell had moved,
+# and the next request would wait longer than the linger saves.
 LINGER_S = 0.05
 # The longest data-plane work waits after the start of the latest control request.
 MAX_HOLD_S = 0.5
 # Partitions a long data-plane step (a leader's session fetch round, a follower's handling of a
-# fetch answer) handles between two preemption points (``ControlPriority.pause``): 10-25 ms of
-# the loop. Metadata answers are not cut (a poll of the topics a failure touched then waits
-# behind every replication slice: measured slower overall), nor are requests being built.
+# fetch answer) handles between two preemption points (``ControlPriority.pause``): tens of
+# milliseconds of the loop. Metadata answers are not cut (a poll of the topics a failure touched
+# would then wait behind every replication slice), nor are requests being built.
 SLICE = 500
 
 
@@ -109,7 +108,7 @@ class ControlPriority:
         """A preemption point inside long data-plane work (``SLICE``): the loop runs what is
         ready (a control request arriving takes several rounds to reach its handler), and the
         work goes on when the data plane's turn is back. Without it a full fetch session of
-        5,000 partitions held the loop for 150-250 ms, and the UpdateMetadata behind it."""
+        thousands of partitions would hold the loop, and the UpdateMetadata behind it."""
         await give_calls_a_turn()
         await self.data_turn()
 

@@ -69,7 +69,7 @@ def _collector_paused(heap: HeapFreezer, partitions: int) -> Iterator[None]:
 
     A 10,000-partition LeaderAndIsr allocates a few hundred thousand containers, most of which
     live on (partition states, fetch states): each time the allocations cross the collector's
-    thresholds it walks them again, 35-50 ms per request in ``bench.broker_micro``, on the
+    thresholds it walks them again (tens of milliseconds, ``bench.broker_micro``), on the
     loop the controller's next request waits for. The request's garbage is freed by reference
     counting anyway, and ``HeapFreezer.settle`` right after collects what is young once and
     freezes the rest. Only when the freezer runs (the agent's main enables it), for requests it

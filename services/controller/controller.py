@@ -7,9 +7,8 @@ so a failover can push every partition at once (``metadata_cache``); when that i
 partitions (a broker's liveness changed, thousands of elections were committed) it does so
 ``CACHE_REFRESH_DELAY_S`` later instead, in one pass for everything that changed meanwhile, so
 the standby does not compete for CPU with the active controller and the brokers while a broker
-failure's elections are applied and told (on 2 cores that took up to ~2 s at 10,000
-partitions; a refresh due earlier landed in it). A failover re-encodes whatever is still
-pending before it sends.
+failure's elections are applied and told. A failover re-encodes whatever is still pending
+before it sends. (The cache and its encoding belong to the delivery: ``delivery``.)
 
 ``execute`` is the decide-commit-apply pipeline every flow uses (DESIGN section 5): commit the
 plan's partition-state writes in fenced batched transactions, apply the plan to the context with
@@ -19,9 +18,11 @@ an order, as failover does for UpdateMetadata, or where a state machine's batch 
 for the next step, as on a broker failure). The state-change log is flushed after every event,
 once gRPC has the event's last requests (``send_now``): encoding tens of thousands of records is
 not on the brokers' path, and it lets the broker senders run between slices, so the answers to
-the event's first requests are taken and what waits behind them is sent meanwhile. A partition
-state already queued to a broker earlier in the same event is not queued to it again
-(``sent_states``: the replica step of a broker failure repeats the elections' states).
+the event's first requests are taken and what waits behind them is sent meanwhile. How requests
+reach the brokers (encoding, channels, pacing) is the delivery's business
+(``services.controller.delivery``); flows see a ``FlowContext`` (``flows.context``). The role
+(standby, electing, active, suspended, resigned) is one state machine this object owns
+(``core.role``).
 
 A ``FencedError`` anywhere means another controller has taken over: we resign at once.
 

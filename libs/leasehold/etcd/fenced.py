@@ -43,10 +43,9 @@ MAX_TXN_OPS = 128
 MAX_TXN_BYTES = 1536 * 1024
 # Transactions of one ``commit`` in flight at once. Enough for a broker failure's election chunk
 # (5,000 writes, 40 transactions) to be on the wire as soon as its commit task first runs: etcd
-# then works through it while the controller's loop decides the next chunk. With 8, the loop
-# was busy deciding when the first 8 were answered, and etcd sat idle (the chunk's commit took
-# ~230 ms instead of ~150). etcd itself is no slower with more in flight: 10,000 fenced
-# creations took 102-107 ms at 8, 85-91 at 16, 79-96 at 64 (same etcd, one run each).
+# then works through it while the controller's loop decides the next chunk, instead of sitting
+# idle while the loop is busy. etcd itself is no slower with more in flight (``bench.raw_etcd``
+# measures 64).
 COMMIT_CONCURRENCY = 64
 _OP_OVERHEAD = 32  # protobuf framing per op, generous
 

@@ -39,8 +39,8 @@ class FileHandleCache:
             raise ValueError("max_open must be at least 1")
         self.max_open = max_open
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        # Open keys by directory, so closing one log is O(its files), not O(open files):
-        # an agent closing 10,000 logs used to scan the whole cache for each.
+        # Open keys by directory, so closing one log is O(its files), not O(open files): an
+        # agent closing 10,000 logs would otherwise scan the whole cache for each.
         self._by_dir: dict[str, set[str]] = {}
         self._lock = threading.Lock()
         self.opens = 0  # descriptors opened so far, for tests and metrics

@@ -71,8 +71,8 @@ class ChannelSettings:
     tls: TlsConfig | None = None
     request_timeout_s: float = 10.0
     # Added to the timeout per partition a request names: a broker's work on a control request
-    # grows with it (a failover's LeaderAndIsr at 100,000 partitions took over 10 s on a loaded
-    # 2-core machine). A retry after a deadline does not stop the broker's first attempt, so
+    # grows with it (a failover's LeaderAndIsr at 100,000 partitions can take over 10 s on a
+    # loaded 2-core machine). A retry after a deadline does not stop the broker's first attempt, so
     # too short a deadline for a big request only piles copies of it onto a busy broker.
     timeout_per_partition_s: float = 0.0002
     backoff_s: float = 0.1

@@ -4,9 +4,8 @@ A broker failure moves the dead broker's replicas to Offline after the partition
 re-elected its partitions' leaders. As in Kafka's ZooKeeper controller, that replica step
 (``removeReplicasFromIsr``) hands back the unchanged state of every partition whose ISR already
 lacks the dead broker, and queues LeaderAndIsr (and its UpdateMetadata fan-out) for it again:
-at 10,000 partitions each survivor was sent the very same 10,000 states twice in one event and
-spent about 0.1 s decoding and ignoring the second copy on the cores the rest of the failover
-needs.
+each survivor would be sent the very same states twice in one event, and spend time decoding and
+ignoring the second copy on the cores the rest of the failover needs.
 
 Sending a broker a partition state equal to the last one its channel was given in the same
 event cannot change what the broker ends up with:

@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 
 # Partitions a broker failure moves Offline and elects again per step. Each chunk's LeaderAndIsr
 # and UpdateMetadata are handed to gRPC once its commit is applied, so the surviving brokers
-# apply the first leaders while the controller decides and commits the rest (at 10,000
-# partitions the first requests left ~0.65 s after the expiry, all at once).
+# apply the first leaders while the controller decides and commits the rest, rather than
+# everything at once at the end.
 ELECTION_CHUNK = 5_000
 # How long a failure's replica step waits for the brokers to answer the elections' requests
 # (``FlowContext.requests_answered``). A broker failure leading 10,000 partitions is
