@@ -1,7 +1,7 @@
 """The admin service's etcd I/O: consistent reads, guarded commits and waiting on keys.
 
 Reads pin one revision: the first range fixes it and every other range reads at it, so a request
-sees the cluster as it was at one instant (DESIGN section 4). Writes are groups of operations
+sees the cluster as it was at one instant (ARCHITECTURE §5). Writes are groups of operations
 guarded by compares on exactly what the decision read; a failed compare means somebody changed
 the cluster meanwhile and the request is retried from a fresh snapshot. Waiting follows keys with
 a watch that starts right after the revision the caller last saw, so no change is missed.

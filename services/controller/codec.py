@@ -1,8 +1,8 @@
-"""Between etcd values (protobuf, DESIGN section 2) and the controller core's model.
+"""Between etcd values (protobuf, ARCHITECTURE §2) and the controller core's model.
 
 Pure functions, no I/O. Two Leasehold-specific rules live here:
 
-* The partition epoch of a state is the mod revision of its etcd key (DESIGN section 3), so a
+* The partition epoch of a state is the mod revision of its etcd key (ARCHITECTURE §3), so a
   decoded ``LeaderAndIsr`` takes it from the key, never from the value.
 * A partition's replica assignment is split between two keys: the topic key holds the full
   replica list (AR) and the partition-state key holds the reassignment's adding/removing replicas.

@@ -10,7 +10,7 @@ the standby does not compete for CPU with the active controller and the brokers 
 failure's elections are applied and told. A failover re-encodes whatever is still pending
 before it sends. (The cache and its encoding belong to the delivery: ``delivery``.)
 
-``execute`` is the decide-commit-apply pipeline every flow uses (DESIGN section 5): commit the
+``execute`` is the decide-commit-apply pipeline every flow uses (ARCHITECTURE §5): commit the
 plan's partition-state writes in fenced batched transactions, apply the plan to the context with
 the committed partition epochs, log its transitions, then queue its broker requests. Each event's
 requests form one batch, sent per broker when the event is done (or earlier where a flow needs

@@ -5,7 +5,7 @@ raw topic keys (to rewrite them during reassignment), the adding/removing sets o
 keys (to compose assignments, see :mod:`codec`), configs, admin intents and the controller epoch.
 Every controller (active or standby) updates it from every metadata event.
 
-``apply_warm`` is how a standby keeps its context current from the same watch (DESIGN section 5,
+``apply_warm`` is how a standby keeps its context current from the same watch (ARCHITECTURE §5,
 hot standby): it copies brokers, topics, partition states and configs into the context as they
 change, so taking over costs an epoch bump and a metadata push, not a reload. The active
 controller does not call it: its flows change the context themselves (decide, commit, apply).

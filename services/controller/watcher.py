@@ -1,4 +1,4 @@
-"""From the etcd watch to controller events (DESIGN section 4).
+"""From the etcd watch to controller events (ARCHITECTURE §5, watches).
 
 ``ClusterWatcher`` runs ``load_then_watch`` over the whole cluster prefix and puts each batch
 (and each full load) on the event loop as it comes, undecoded (``WatchDelivery``). When the loop

@@ -1,4 +1,4 @@
-"""Fenced, batched compare-and-set writes (DESIGN sections 3 and 5).
+"""Fenced, batched compare-and-set writes (ARCHITECTURE §3 and §5).
 
 A leader-only write is a transaction whose compares include a *fence* (the controller's election
 key create revision and the controller-epoch key's mod revision) plus one compare per key

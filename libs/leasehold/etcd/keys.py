@@ -1,4 +1,4 @@
-"""The etcd keyspace of one Leasehold cluster (DESIGN section 2).
+"""The etcd keyspace of one Leasehold cluster (ARCHITECTURE §2).
 
 Every key lives under ``/leasehold/<cluster-id>``. Building keys in one place keeps the layout
 greppable and lets tests run several clusters side by side in one etcd. The root and the

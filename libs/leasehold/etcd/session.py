@@ -17,8 +17,8 @@ The session's state (``leasehold.etcd.lease``) is mirrored onto the owner's even
 After a failure the thread asks ``LeaseTimeToLive`` before renewing again, so a session survives
 an etcd restart (etcd keeps leases and renews their TTL on its new leader) and a pause shorter
 than the TTL with the same lease and keys. A paused *holder* only learns of its own lapse on
-resuming, which is why every guarded write is also fenced by revision compares (DESIGN
-section 3).
+resuming, which is why every guarded write is also fenced by revision compares (ARCHITECTURE
+§3).
 """
 
 from __future__ import annotations

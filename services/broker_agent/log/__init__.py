@@ -1,4 +1,4 @@
-"""The broker agent's partition log storage (DESIGN §6 "Log").
+"""The broker agent's partition log storage (ARCHITECTURE §6 "Log").
 
 Pure Python over files: record batches stored and served verbatim, segments with sparse
 offset and time indexes, a leader-epoch cache, watermark checkpoints, crash recovery that cuts

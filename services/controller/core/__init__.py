@@ -3,7 +3,7 @@
 Nothing in this package imports grpc or etcd. Decisions take the read-only ``ControllerContext``
 and return values (``StateChangePlan``, ``RebalanceDecision``); the etcd commit layer commits a
 plan's writes, ``ControllerContext.apply_plan`` applies it, and ``RequestBatch.add_plan`` queues
-its broker requests (DESIGN section 5: decide, commit, apply).
+its broker requests (ARCHITECTURE §5: decide, commit, apply).
 """
 
 from services.controller.core.context import UNCLEAN_LEADER_ELECTION_ENABLE, ControllerContext

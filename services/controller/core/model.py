@@ -4,7 +4,7 @@ They mirror Kafka's controller vocabulary (TopicPartition, PartitionAndReplica, 
 ReplicaAssignment) so the seeds map onto this code name for name, with two Leasehold twists:
 
 * ``LeaderAndIsr.partition_epoch`` is the etcd mod revision of the partition-state key (the
-  zkVersion of the seeds, DESIGN section 3). Every partition-state write compares it, so a value
+  zkVersion of the seeds, ARCHITECTURE §3). Every partition-state write compares it, so a value
   read from the context is also the compare-and-set token for the next write. 0 means "never
   written": etcd reports mod revision 0 for a key that does not exist.
 * ``LeaderAndIsr.recovering`` is KIP-704's leader recovery state: set by an unclean election

@@ -1,7 +1,7 @@
 """Every span name and ``leasehold.*`` attribute the code uses is in the one documented table.
 
-The table is the docstring of ``leasehold.telemetry`` (DESIGN §8: attributes "documented in one
-place"). This reads the sources of the services and shared libraries and collects the names given
+The table is the docstring of ``leasehold.telemetry`` (ARCHITECTURE §8: attributes documented in one
+place). This reads the sources of the services and shared libraries and collects the names given
 to ``telemetry.span`` (and the helpers that wrap it) and the keyword attributes they pass.
 """
 
