@@ -51,9 +51,9 @@ from leasehold.common.v1 import common_pb2
 from leasehold.etcd import Keyspace
 from leasehold.heap import HeapFreezer
 from services.broker_agent import convert
-from services.broker_agent.fetch_state import FetcherSettings
-from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.fetcher_manager import FetcherManager
+from services.broker_agent.follower.fetch_state import FetcherSettings
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.log import LogManager
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import Code, Endpoint

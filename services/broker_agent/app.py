@@ -25,13 +25,13 @@ from leasehold.heap import HeapFreezer
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.control_fence import ControlFence
 from services.broker_agent.controller_client import ControllerClient
-from services.broker_agent.fetch import FetchHandler
-from services.broker_agent.fetch_session import FetchSessionCache, FetchSessionConfig
-from services.broker_agent.fetch_state import FetcherSettings
-from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.fetcher_manager import FetcherManager
+from services.broker_agent.follower.fetch_state import FetcherSettings
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetcher_manager import FetcherManager
+from services.broker_agent.follower.leader_endpoint import LeaderEndpoint
 from services.broker_agent.isr_manager import AlterPartitionManager
-from services.broker_agent.leader_endpoint import LeaderEndpoint
+from services.broker_agent.leader.fetch import FetchHandler
+from services.broker_agent.leader.fetch_session import FetchSessionCache, FetchSessionConfig
 from services.broker_agent.log import LogConfig, LogManager
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.metrics import BrokerMetrics

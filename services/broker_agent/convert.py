@@ -12,7 +12,7 @@ from leasehold import metadata_digest
 from leasehold.broker.v1 import broker_pb2, control_pb2
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
-from services.broker_agent.fetch import FetchResult
+from services.broker_agent.leader.fetch import FetchResult
 from services.broker_agent.log import DecodedRecord, Record
 from services.broker_agent.metadata_cache import MetadataView, TopicView
 from services.broker_agent.metadata_wire import TopicEncoder

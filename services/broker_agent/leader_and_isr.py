@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from leasehold import telemetry
 from services.broker_agent.control import Transition, leader_and_isr_decision
-from services.broker_agent.fetcher_manager import InitialFetch
+from services.broker_agent.follower.fetcher_manager import InitialFetch
 from services.broker_agent.log import InconsistentTopicIdError, KafkaStorageError
 from services.broker_agent.model import (
     Code,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from services.broker_agent.fetcher_manager import FetcherManager
+from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.partition import Partition
 
 PREFIX = "leasehold_broker_"

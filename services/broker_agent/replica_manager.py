@@ -23,7 +23,7 @@ from services.broker_agent.control import (
 )
 from services.broker_agent.control_fence import ControlFence
 from services.broker_agent.control_priority import ControlPriority
-from services.broker_agent.fetcher_manager import FetcherManager
+from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.leader_and_isr import YIELD_EVERY as YIELD_EVERY
 from services.broker_agent.leader_and_isr import apply_leader_and_isr
 from services.broker_agent.log import KafkaStorageError, LogManager

@@ -26,8 +26,8 @@ from leasehold.errors import InvalidRequestError
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
 from leasehold.validation import topic_name_problem
 from services.broker_agent import convert
-from services.broker_agent.fetch import FetchHandler, FetchParams, FetchSpec, decoded
-from services.broker_agent.leader_offsets import OffsetResult
+from services.broker_agent.leader.fetch import FetchHandler, FetchParams, FetchSpec, decoded
+from services.broker_agent.leader.leader_offsets import OffsetResult
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import (
     Code,

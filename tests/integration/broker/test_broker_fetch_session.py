@@ -16,11 +16,11 @@ import pytest
 
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc
 from leasehold.etcd import Keyspace
-from services.broker_agent.fetch import FetchHandler
-from services.broker_agent.fetch_session import FetchSessionCache, FetchSessionConfig
-from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
-from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.leader_endpoint import LeaderEndpoint
+from services.broker_agent.follower.fetch_state import FetcherSettings, PartitionFetchState, Phase
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.follower.leader_endpoint import LeaderEndpoint
+from services.broker_agent.leader.fetch import FetchHandler
+from services.broker_agent.leader.fetch_session import FetchSessionCache, FetchSessionConfig
 from services.broker_agent.log import LogManager, Record, decode_records
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import (

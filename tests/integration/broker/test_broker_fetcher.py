@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from services.broker_agent.fetch_state import (
+from services.broker_agent.follower.fetch_state import (
     EpochEndOffset,
     FetcherSettings,
     PartitionFetchState,
     Phase,
 )
-from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.leader_endpoint import (
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.follower.leader_endpoint import (
     EpochAnswer,
     FetchedPartition,
     LeaderUnreachableError,

@@ -15,11 +15,11 @@ from test_broker_fetch_session import (  # noqa: F401  (leader: a fixture)
     served_with_follower,
 )
 
-from services.broker_agent import fetch as fetch_module
-from services.broker_agent import fetcher as fetcher_module
 from services.broker_agent.control_priority import ControlPriority
-from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
-from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.follower import fetcher as fetcher_module
+from services.broker_agent.follower.fetch_state import FetcherSettings, PartitionFetchState, Phase
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.leader import fetch as fetch_module
 
 
 async def _control_arrives_at_the_first_pause(priority: ControlPriority, step) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 
 from leasehold.broker.v1 import broker_pb2_grpc
 from leasehold.testing.ports import free_port
-from services.broker_agent.leader_endpoint import LeaderEndpoint, LeaderUnreachableError
+from services.broker_agent.follower.leader_endpoint import LeaderEndpoint, LeaderUnreachableError
 from services.broker_agent.model import Endpoint
 
 

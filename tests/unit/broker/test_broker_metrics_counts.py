@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from services.broker_agent.fetch_state import PartitionFetchState, Phase
+from services.broker_agent.follower.fetch_state import PartitionFetchState, Phase
 from services.broker_agent.metrics import (
     PartitionCounts,
     fetcher_lags,

@@ -13,8 +13,8 @@ import pytest
 from leasehold.broker.v1 import broker_pb2, control_pb2
 from leasehold.clock import ManualClock, turns
 from services.broker_agent.control_priority import ControlPriority
-from services.broker_agent.fetch_state import FetcherSettings
-from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetch_state import FetcherSettings
+from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import Code, ControlResult
 from services.broker_agent.servicer import BrokerControlServicer, BrokerServicer

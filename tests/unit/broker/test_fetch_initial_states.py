@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from services.broker_agent.fetch_specs import FetchStates
-from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
-from services.broker_agent.fetch_state import initial_state as initial
-from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.fetcher_manager import FetcherManager, InitialFetch
+from services.broker_agent.follower.fetch_specs import FetchStates
+from services.broker_agent.follower.fetch_state import FetcherSettings, PartitionFetchState, Phase
+from services.broker_agent.follower.fetch_state import initial_state as initial
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetcher_manager import FetcherManager, InitialFetch
 from services.broker_agent.model import Endpoint, TopicPartition
 
 F, T = Phase.FETCHING, Phase.TRUNCATING

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from services.broker_agent.fetch_session import (
+from services.broker_agent.leader.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     MAX_EPOCH,

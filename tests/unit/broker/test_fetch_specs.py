@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from services.broker_agent.fetch_specs import FetchSpecBuilder, FetchStates
-from services.broker_agent.fetch_state import PartitionFetchState, Phase
-from services.broker_agent.leader_endpoint import FetchSpec
+from services.broker_agent.follower.fetch_specs import FetchSpecBuilder, FetchStates
+from services.broker_agent.follower.fetch_state import PartitionFetchState, Phase
+from services.broker_agent.follower.leader_endpoint import FetchSpec
 from services.broker_agent.model import TopicPartition
 
 A, B, C = (TopicPartition("t", p) for p in range(3))

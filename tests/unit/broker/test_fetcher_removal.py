@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
-from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetch_state import FetcherSettings, PartitionFetchState, Phase
+from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.model import TopicPartition
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from leasehold.javacompat import java_string_hash
-from services.broker_agent.fetch_state import (
+from services.broker_agent.follower.fetch_state import (
     EpochEndOffset,
     ErrorAction,
     OffsetTruncation,

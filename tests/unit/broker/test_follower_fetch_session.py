@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from services.broker_agent.leader_endpoint import FetchSpec, FollowerSession
+from services.broker_agent.follower.leader_endpoint import FetchSpec, FollowerSession
 from services.broker_agent.model import Code, TopicPartition
 
 A, B, C = (TopicPartition("t", p) for p in range(3))

@@ -10,9 +10,9 @@ import os
 import pytest
 
 from leasehold.etcd import Keyspace
-from services.broker_agent.fetch_state import FetcherSettings, PartitionFetchState, Phase
-from services.broker_agent.fetcher import ReplicaFetcher
-from services.broker_agent.fetcher_manager import FetcherManager
+from services.broker_agent.follower.fetch_state import FetcherSettings, PartitionFetchState, Phase
+from services.broker_agent.follower.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.log import LogManager, Record
 from services.broker_agent.log.epoch_journal import JOURNAL, decode_records
 from services.broker_agent.metadata_cache import MetadataCache

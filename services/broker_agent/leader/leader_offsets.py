@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.broker_agent.fetch_state import EpochEndOffset
+from services.broker_agent.follower.fetch_state import EpochEndOffset
 from services.broker_agent.log import KafkaStorageError, Log
 from services.broker_agent.model import (
     EARLIEST_TIMESTAMP,

@@ -21,18 +21,18 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from services.broker_agent import leader_offsets
 from services.broker_agent.control_priority import SLICE
-from services.broker_agent.fetch_session import (
+from services.broker_agent.follower.fetch_state import EpochEndOffset
+from services.broker_agent.isr_manager import AlterPartitionManager
+from services.broker_agent.leader import leader_offsets
+from services.broker_agent.leader.fetch_session import (
     FINAL_EPOCH,
     INVALID_SESSION_ID,
     CachedPartition,
     FetchSession,
     FetchSessionCache,
 )
-from services.broker_agent.fetch_state import EpochEndOffset
-from services.broker_agent.isr_manager import AlterPartitionManager
-from services.broker_agent.leader_offsets import OffsetResult
+from services.broker_agent.leader.leader_offsets import OffsetResult
 from services.broker_agent.log import (
     CorruptRecordError,
     DecodedRecord,

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from services.broker_agent.fetch_state import PartitionFetchState, Phase
-from services.broker_agent.leader_endpoint import FetchSpec
+from services.broker_agent.follower.fetch_state import PartitionFetchState, Phase
+from services.broker_agent.follower.leader_endpoint import FetchSpec
 from services.broker_agent.log import Log
 from services.broker_agent.model import UNDEFINED_EPOCH, TopicPartition
 

@@ -21,8 +21,8 @@ from typing import Protocol
 
 from leasehold import telemetry
 from services.broker_agent.control_priority import SLICE
-from services.broker_agent.fetch_specs import FetchSpecBuilder, FetchStates
-from services.broker_agent.fetch_state import (
+from services.broker_agent.follower.fetch_specs import FetchSpecBuilder, FetchStates
+from services.broker_agent.follower.fetch_state import (
     EpochEndOffset,
     ErrorAction,
     FetcherSettings,
@@ -34,7 +34,7 @@ from services.broker_agent.fetch_state import (
     resolve_out_of_range,
     truncation_for,
 )
-from services.broker_agent.leader_endpoint import (
+from services.broker_agent.follower.leader_endpoint import (
     FetchedPartition,
     FetchSpec,
     LeaderEndpoint,

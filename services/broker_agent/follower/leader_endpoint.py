@@ -24,8 +24,8 @@ import grpc
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc
 from leasehold.channels import channel
 from leasehold.config import TlsConfig
-from services.broker_agent.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
-from services.broker_agent.fetch_state import EpochEndOffset
+from services.broker_agent.follower.fetch_state import EpochEndOffset
+from services.broker_agent.leader.fetch_session import INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 from services.broker_agent.model import Code, Endpoint, TopicPartition
 
 

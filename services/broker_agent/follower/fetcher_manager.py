@@ -15,13 +15,13 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from leasehold.javacompat import java_string_hash
-from services.broker_agent.fetch_state import (
+from services.broker_agent.follower.fetch_state import (
     PartitionFetchState,
     Phase,
     fetcher_id,
     initial_state,
 )
-from services.broker_agent.fetcher import ReplicaFetcher
+from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.model import Endpoint, TopicPartition
 
 log = logging.getLogger(__name__)
