@@ -20,7 +20,7 @@ figures, and several rounds end with each figure's minimum and median.
 
 Figures (wall ms and process CPU ms; CPU is the one to compare on a shared machine):
 
-- ``decode``: ``convert.leader_and_isr_from_pb`` plus the servicer's partition checks, alone
+- ``decode``: ``control_convert.leader_and_isr_from_pb`` plus the servicer's partition checks, alone
   (the same-run baseline: the apply's target is a small multiple of it);
 - ``call``: the whole servicer call (decode, apply, heap settle, response);
 - ``apply``: ``ReplicaManager.become_leader_or_follower`` inside that call;
@@ -50,7 +50,7 @@ from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd import Keyspace
 from leasehold.heap import HeapFreezer
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.follower.fetch_state import FetcherSettings
 from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.follower.fetcher_manager import FetcherManager
@@ -130,7 +130,7 @@ def request_pb(partitions: int, *, failed: bool, controller_epoch: int = 2) -> A
         controller_epoch=controller_epoch,
         broker_epoch=BROKER_EPOCH,
         partition_states=states,
-        live_leaders=[convert.endpoint_pb(ENDPOINTS[b]) for b in leaders],
+        live_leaders=[control_convert.endpoint_pb(ENDPOINTS[b]) for b in leaders],
     )
 
 
@@ -208,7 +208,7 @@ class Broker:
 
 
 def decode(request: Any) -> Any:
-    domain = convert.leader_and_isr_from_pb(request)
+    domain = control_convert.leader_and_isr_from_pb(request)
     _check_partitions((s.topic, s.partition) for s in domain.partitions)
     return domain
 

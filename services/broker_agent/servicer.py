@@ -25,7 +25,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
 from leasehold.validation import topic_name_problem
-from services.broker_agent import convert
+from services.broker_agent import control_convert, convert
 from services.broker_agent.leader.fetch import FetchHandler, FetchParams, FetchSpec, decoded
 from services.broker_agent.leader.leader_offsets import OffsetResult
 from services.broker_agent.metadata_cache import MetadataCache
@@ -89,7 +89,7 @@ def _collector_paused(heap: HeapFreezer, partitions: int) -> Iterator[None]:
 async def _result_fields(result: ControlResult) -> dict[str, Any]:
     """The response fields of a LeaderAndIsr / StopReplica result (encoded as ``_decode``)."""
     return await _decode(
-        len(result.partition_errors), lambda: convert.control_result_fields(result)
+        len(result.partition_errors), lambda: control_convert.control_result_fields(result)
     )
 
 
@@ -201,7 +201,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         for broker_id in sorted(broker_ids):
             endpoint = self._metadata.alive_broker(broker_id)
             if endpoint is not None:
-                out.append(convert.endpoint_pb(endpoint))
+                out.append(control_convert.endpoint_pb(endpoint))
         return out
 
     async def Fetch(self, request: broker_pb2.FetchRequest, context) -> broker_pb2.FetchResponse:
@@ -361,7 +361,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         self, request: control_pb2.LeaderAndIsrRequest, context
     ) -> control_pb2.LeaderAndIsrResponse:
         def decode() -> LeaderAndIsr:
-            domain = convert.leader_and_isr_from_pb(request)
+            domain = control_convert.leader_and_isr_from_pb(request)
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
@@ -374,7 +374,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         self, request: control_pb2.StopReplicaRequest, context
     ) -> control_pb2.StopReplicaResponse:
         def decode() -> StopReplica:
-            domain = convert.stop_replica_from_pb(request)
+            domain = control_convert.stop_replica_from_pb(request)
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             return domain
 
@@ -385,7 +385,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         self, request: control_pb2.UpdateMetadataRequest, context
     ) -> control_pb2.UpdateMetadataResponse:
         def decode() -> UpdateMetadata:
-            domain = convert.update_metadata_from_pb(request)
+            domain = control_convert.update_metadata_from_pb(request)
             _check_partitions((s.topic, s.partition) for s in domain.partitions)
             _check_digest_only(domain)
             return domain

@@ -29,7 +29,7 @@ from leasehold.etcd import EtcdClient, Keyspace, Session
 from leasehold.etcd.client import cmp_create_revision, op_put
 from leasehold.metadata.v1 import metadata_pb2
 from leasehold.server import Service, ServiceRunner
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.metadata_cache import MetadataCache
 from services.controller.app import ControllerApp
 from services.controller.codec import decode_partition_state
@@ -77,7 +77,7 @@ class FakeBroker(control_pb2_grpc.BrokerControlServiceServicer):
         return control_pb2.LeaderAndIsrResponse()
 
     async def UpdateMetadata(self, request, context):
-        update = convert.update_metadata_from_pb(request)
+        update = control_convert.update_metadata_from_pb(request)
         current = request.controller_epoch >= self.max_epoch
         if current and update.metadata_digest and update.metadata_digest != self.metadata.digest():
             self._record("UpdateMetadata", request, refused=True)

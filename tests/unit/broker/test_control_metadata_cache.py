@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from leasehold.broker.v1 import control_pb2
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.metadata_cache import (
     MetadataCache,
     PartitionView,
@@ -193,7 +193,7 @@ def test_decoded_hashes_are_the_hashes_of_states_built_in_code():
             for s in states
         ]
     )  # fmt: skip
-    decoded = convert.update_metadata_from_pb(pb)
+    decoded = control_convert.update_metadata_from_pb(pb)
     assert decoded.partitions == tuple(states)
     assert decoded.state_hashes == tuple(state_hash(s) for s in states)
     assert len(set(decoded.state_hashes)) == 4

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from leasehold.broker.v1 import control_pb2
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.metadata_cache import MetadataCache
 from services.controller.core import (
     BrokerInfo,
@@ -177,7 +177,7 @@ def test_replicas_for_partitions_sorted_and_split_by_liveness(make_ctx) -> None:
 
 
 def _broker_applies(broker: MetadataCache, encoded: wire.EncodedRequest) -> None:
-    broker.update(convert.update_metadata_from_pb(encoded.decode()))
+    broker.update(control_convert.update_metadata_from_pb(encoded.decode()))
 
 
 @pytest.mark.parametrize(
@@ -213,7 +213,7 @@ def test_the_digest_is_what_a_broker_holds_after_the_requests(
             controller_id=100, controller_epoch=5, broker_epoch=1001, live_brokers=(),
             topics=gone, controller_host="ctl", controller_port=9190,
         )  # fmt: skip
-        broker.update(convert.update_metadata_from_pb(pb))
+        broker.update(control_convert.update_metadata_from_pb(pb))
     states = [update_metadata_state(ctx, tp) for tp in ctx.all_partitions()]
     update = BrokerRequests(
         broker_id=1, broker_epoch=1001, controller_id=100, controller_epoch=5,
@@ -221,7 +221,9 @@ def test_the_digest_is_what_a_broker_holds_after_the_requests(
         update_metadata=tuple(s for s in states if s is not None),
         live_brokers=tuple(ctx.brokers[b] for b in sorted(ctx.brokers)),
     )  # fmt: skip
-    broker.update(convert.update_metadata_from_pb(wire.update_metadata(update, "ctl", 9190)))
+    broker.update(
+        control_convert.update_metadata_from_pb(wire.update_metadata(update, "ctl", 9190))
+    )
     cache.refresh(ctx)
     assert broker.digest() == cache.digest()
     assert (cache.digest() == before) == (change is _replica_state_only)

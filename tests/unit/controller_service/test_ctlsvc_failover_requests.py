@@ -20,7 +20,7 @@ from leasehold.controller.v1 import controller_pb2
 from leasehold.etcd.fenced import CommitResult
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import LEADER_DURING_DELETE, MetadataPartition, UpdateMetadata
 from services.controller import codec
@@ -83,7 +83,7 @@ class _Channels(InstantChannels):
         return await super().answer(broker_id, kind, data)
 
     def _update_metadata(self, broker_id: int, data: bytes) -> Message:
-        request = convert.update_metadata_from_pb(
+        request = control_convert.update_metadata_from_pb(
             control_pb2.UpdateMetadataRequest.FromString(data)
         )
         cache = self.caches.setdefault(broker_id, MetadataCache())

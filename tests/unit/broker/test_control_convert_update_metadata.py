@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from leasehold import metadata_digest
 from leasehold.broker.v1 import control_pb2
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.model import MetadataPartition
 
 STATES = [
@@ -43,7 +43,7 @@ def test_the_tuple_fields_are_in_the_order_the_decoder_builds() -> None:
 
 def test_partitions_equal_the_keyword_built_ones() -> None:
     pb = control_pb2.UpdateMetadataRequest(controller_epoch=4, partition_states=STATES)
-    decoded = convert.update_metadata_from_pb(pb)
+    decoded = control_convert.update_metadata_from_pb(pb)
     expected = tuple(
         MetadataPartition(
             topic=s.topic,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from leasehold.broker.v1 import control_pb2
-from services.broker_agent import convert
+from services.broker_agent import control_convert
 from services.broker_agent.model import LeaderAndIsrPartition, TopicPartition
 
 STATES = [
@@ -51,7 +51,7 @@ def constructed(s: dict) -> LeaderAndIsrPartition:
 
 @pytest.mark.parametrize("index", range(len(STATES)))
 def test_each_partition_is_what_the_constructor_makes(index):
-    got = convert.leader_and_isr_from_pb(request()).partitions[index]
+    got = control_convert.leader_and_isr_from_pb(request()).partitions[index]
     expected = constructed(STATES[index])
     assert type(got) is LeaderAndIsrPartition
     assert vars(got) == vars(expected)
@@ -62,7 +62,7 @@ def test_each_partition_is_what_the_constructor_makes(index):
 
 
 def test_the_request_fields_and_shared_lists():
-    domain = convert.leader_and_isr_from_pb(request())
+    domain = control_convert.leader_and_isr_from_pb(request())
     assert (domain.controller_id, domain.controller_epoch, domain.broker_epoch) == (5, 4, 17)
     first, _, _, last = domain.partitions
     # Equal lists are one object: they outlive the request as partition state.
@@ -75,8 +75,8 @@ def test_a_changed_model_is_built_by_its_constructor(monkeypatch):
         note: str = "built by __init__"
         notes: list = field(default_factory=list, compare=False)
 
-    monkeypatch.setattr(convert, "LeaderAndIsrPartition", Extended)
-    got = convert.leader_and_isr_from_pb(request()).partitions
+    monkeypatch.setattr(control_convert, "LeaderAndIsrPartition", Extended)
+    got = control_convert.leader_and_isr_from_pb(request()).partitions
     assert [type(p) for p in got] == [Extended] * len(STATES)
     assert [p.note for p in got] == ["built by __init__"] * len(STATES)
     assert [vars(p) | {"note": None, "notes": None} for p in got] == [
@@ -91,4 +91,4 @@ def test_the_current_model_is_built_without_its_constructor(monkeypatch):
         raise AssertionError("the constructor ran: the fast path no longer matches the model")
 
     monkeypatch.setattr(LeaderAndIsrPartition, "__init__", refuse)
-    assert list(convert.leader_and_isr_from_pb(request()).partitions) == expected
+    assert list(control_convert.leader_and_isr_from_pb(request()).partitions) == expected
