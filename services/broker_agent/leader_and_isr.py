@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from leasehold import telemetry
-from services.broker_agent.control import Transition, leader_and_isr_decision
-from services.broker_agent.follower.fetcher_manager import InitialFetch
-from services.broker_agent.log import InconsistentTopicIdError, KafkaStorageError
+from services.broker_agent.control import Hosted, Transition, leader_and_isr_decision
+from services.broker_agent.control_fence import ControlFence
+from services.broker_agent.follower.fetcher_manager import FetcherManager, InitialFetch
+from services.broker_agent.log import InconsistentTopicIdError, KafkaStorageError, LogManager
+from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import (
     Code,
     ControlResult,
@@ -34,10 +36,29 @@ from services.broker_agent.model import (
     LeaderAndIsrPartition,
     TopicPartition,
 )
-from services.broker_agent.partition import Partition
+from services.broker_agent.partition import IsrProposal, Partition
+from services.broker_agent.throttle import ReplicationQuota
+from services.broker_agent.topic_configs import TopicSettings
 
-if TYPE_CHECKING:
-    from services.broker_agent.replica_manager import ReplicaManager
+
+class Replicas(Protocol):
+    """What applying a LeaderAndIsr needs of the replica manager (``Replicas``)."""
+
+    broker_id: int
+    partitions: dict[TopicPartition, Partition]
+    log_manager: LogManager
+    metadata: MetadataCache
+    fetchers: FetcherManager | None
+    fence: ControlFence | None
+    leader_quota: ReplicationQuota
+    follower_quota: ReplicationQuota
+    shutting_down: bool
+    submit_isr_change: Callable[[IsrProposal | None], None]
+
+    def hosting(self, tp: TopicPartition, partition: Partition | None) -> Hosted: ...
+    def settings(self, topic: str) -> TopicSettings: ...
+    def _new_partition(self, tp: TopicPartition) -> Partition: ...
+
 
 log = logging.getLogger("services.broker_agent.state_change")
 
@@ -52,7 +73,7 @@ _LEAD = Transition.BECOME_LEADER
 Errors = dict[TopicPartition, Code]
 
 
-async def apply_leader_and_isr(replicas: ReplicaManager, request: LeaderAndIsr) -> ControlResult:
+async def apply_leader_and_isr(replicas: Replicas, request: LeaderAndIsr) -> ControlResult:
     """Apply ``request`` to ``replicas`` (the caller holds its lock and checked the fences);
     answered once every file it changed is durable."""
     errors: Errors = {}
@@ -95,7 +116,7 @@ async def apply_leader_and_isr(replicas: ReplicaManager, request: LeaderAndIsr) 
 
 
 async def _classify(
-    replicas: ReplicaManager, states: Iterable[LeaderAndIsrPartition], errors: Errors
+    replicas: Replicas, states: Iterable[LeaderAndIsrPartition], errors: Errors
 ) -> tuple[list[LeaderAndIsrPartition], list[LeaderAndIsrPartition]]:
     """Split the request into partitions to lead and to follow; the rest get errors."""
     to_lead: list[LeaderAndIsrPartition] = []
@@ -126,7 +147,7 @@ async def _classify(
 
 
 async def _prepare_logs(
-    replicas: ReplicaManager, states: list[LeaderAndIsrPartition], errors: Errors
+    replicas: Replicas, states: list[LeaderAndIsrPartition], errors: Errors
 ) -> None:
     """Apply each topic's config once, then open the missing logs on worker threads."""
     log_manager = replicas.log_manager
@@ -147,7 +168,7 @@ async def _prepare_logs(
 
 
 def _transition(
-    replicas: ReplicaManager,
+    replicas: Replicas,
     state: LeaderAndIsrPartition,
     errors: Errors,
     leader: bool,
@@ -187,7 +208,7 @@ def _transition(
 
 
 async def _take_roles(
-    replicas: ReplicaManager, states: list[LeaderAndIsrPartition], errors: Errors, leader: bool
+    replicas: Replicas, states: list[LeaderAndIsrPartition], errors: Errors, leader: bool
 ) -> list[Partition]:
     """Stop the fetchers of ``states``, then make each the leader (or a follower); returns
     the partitions that changed (each now holds its state's leader and epoch)."""
@@ -204,7 +225,7 @@ async def _take_roles(
     return made
 
 
-async def _sync(replicas: ReplicaManager, partitions: list[Partition], errors: Errors) -> None:
+async def _sync(replicas: Replicas, partitions: list[Partition], errors: Errors) -> None:
     """Make the files the role changes owe durable (one batch, off the loop), then let
     the partitions accept appends again; a partition whose files failed goes offline."""
     if not partitions:
@@ -221,7 +242,7 @@ async def _sync(replicas: ReplicaManager, partitions: list[Partition], errors: E
 
 
 def _leader_endpoint(
-    replicas: ReplicaManager, leader_id: int, live_leaders: Iterable[Endpoint]
+    replicas: Replicas, leader_id: int, live_leaders: Iterable[Endpoint]
 ) -> Endpoint | None:
     for endpoint in live_leaders:
         if endpoint.broker_id == leader_id:
@@ -230,7 +251,7 @@ def _leader_endpoint(
 
 
 async def _start_fetchers(
-    replicas: ReplicaManager,
+    replicas: Replicas,
     made: list[Partition],
     live_leaders: Iterable[Endpoint],
     errors: Errors,
