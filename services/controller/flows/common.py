@@ -3,7 +3,6 @@ and finish an admin intent (result written and intent deleted in one fenced tran
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -153,10 +152,9 @@ async def elect_in_chunks(
                 previous, in_flight = in_flight, None
                 await finish(*previous, last=True)
         finally:
-            if in_flight is not None and in_flight[0].commit is not None:
+            if in_flight is not None:
                 # An earlier chunk failed (we are deposed or etcd failed: the caller resigns).
-                in_flight[0].commit.cancel()
-                await asyncio.gather(in_flight[0].commit, return_exceptions=True)
+                await c.abandon(in_flight[0])
 
 
 def election_counts(plan: StateChangePlan) -> tuple[int, int]:

@@ -177,6 +177,12 @@ class FlowContext:
     ) -> StateChangePlan:
         return await self._c.complete(pending, retry=retry)
 
+    async def abandon(self, pending: PendingPlan) -> None:
+        """Stop a commit ``begin`` started that will not be completed (the event failed)."""
+        if pending.commit is not None:
+            pending.commit.cancel()
+            await asyncio.gather(pending.commit, return_exceptions=True)
+
     def holding_requests(self, held: list[StateChangePlan]) -> contextlib.AbstractContextManager:
         return self._c.holding_requests(held)
 

@@ -12,14 +12,11 @@
 Resignation (``Controller.deactivate``) undoes all of it.
 
 Brokers learn the new epoch from that UpdateMetadata, so it must leave at once, not after the
-state machines (seconds of computing at 100,000 partitions, during which the sender tasks could
-not run): it is built from the standby's encoded cache (``metadata_cache``), and the failover
-waits until gRPC has every broker's copy before computing on. It goes digest-first: each broker
-is first sent only the epoch, the live brokers and the digest of every partition state it
-should cache (``leasehold.metadata_digest``); a broker the old controller kept up to date holds
-exactly those and takes the request at once, any other is sent every partition right after
-(the channel does it, before anything queued behind). Kafka resends every partition to every
-broker; at 100,000 partitions that was most of a second of decoding on each.
+state machines (seconds of computing at 100,000 partitions): ``FlowContext.push_metadata``
+returns once it is on its way. How it goes is the delivery's business
+(``services.controller.delivery``): the fast delivery sends it from the standby's encoded cache,
+digest-first (a broker the old controller kept up to date takes the new epoch without decoding
+every partition again), and waits until gRPC has every broker's copy.
 
 The replica state machine's startup moves every live replica Online -> Online to resend
 LeaderAndIsr; those self-transitions change nothing and are not written to the state-change
