@@ -112,6 +112,21 @@ async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout: float) -> T:
             task.cancel()
 
 
+async def sleep(clock: Clock, seconds: float) -> None:
+    """``asyncio.sleep`` on ``clock``."""
+    done = asyncio.get_running_loop().create_future()
+    handle = clock.call_later(max(seconds, 0.0), _resolve, done)
+    try:
+        await done
+    finally:
+        handle.cancel()
+
+
+def _resolve(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 async def turns(count: int = 10) -> None:
     """Let ready tasks run ``count`` rounds of the event loop (after ``ManualClock.advance``)."""
     for _ in range(count):

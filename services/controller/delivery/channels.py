@@ -39,6 +39,7 @@ from opentelemetry.context import Context
 
 from leasehold import channels, telemetry
 from leasehold.broker.v1 import control_pb2
+from leasehold.clock import Clock, LoopClock, sleep, wait_for
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
@@ -138,7 +139,14 @@ def _open_channel(target: str, tls: TlsConfig | None) -> grpc.aio.Channel:
 
 
 class ControllerChannelManager:
-    def __init__(self, settings: ChannelSettings, on_response: ResponseCallback) -> None:
+    def __init__(
+        self,
+        settings: ChannelSettings,
+        on_response: ResponseCallback,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self._clock = clock or LoopClock()  # retry backoffs and bounded waits
         self.settings = settings
         self.on_response = on_response
         self._brokers: dict[int, _Broker] = {}
@@ -320,8 +328,8 @@ class ControllerChannelManager:
 
         return await self._wait_progress(targets, done, timeout_s)
 
-    @staticmethod
     async def _wait_progress(
+        self,
         targets: list[tuple[_Broker, int]],
         done: Callable[[_Broker, int], bool],
         timeout_s: float,
@@ -337,7 +345,7 @@ class ControllerChannelManager:
         if not targets:
             return True
         try:
-            await asyncio.wait_for(asyncio.gather(*(one(b, t) for b, t in targets)), timeout_s)
+            await wait_for(self._clock, asyncio.gather(*(one(b, t) for b, t in targets)), timeout_s)
         except TimeoutError:
             return False
         return True
@@ -433,7 +441,7 @@ class ControllerChannelManager:
                     e.code().name,
                     backoff,
                 )
-            await asyncio.sleep(backoff)
+            await sleep(self._clock, backoff)
             backoff = min(backoff * 2, self.settings.backoff_max_s)
 
     async def close(self) -> None:
