@@ -184,8 +184,8 @@ class Layout:
         supported = fd.type in _VARINT_TYPES or fd.type in (_F.TYPE_STRING, _F.TYPE_BYTES)
         if fd.type == _F.TYPE_MESSAGE:
             supported = not fd.message_type.GetOptions().map_entry
-        elif fd.is_repeated and fd.type not in _VARINT_TYPES:
-            supported = False
+        elif fd.is_repeated and (fd.type not in _VARINT_TYPES or not fd.is_packed):
+            supported = False  # repeated scalars are written packed only
         if not supported:
             raise LayoutError(f"{self.name}.{fd.name}: field type {fd.type} is not supported")
         if fd.name in const:
