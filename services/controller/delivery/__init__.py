@@ -14,7 +14,7 @@ paces the event loop around them. Two implementations:
 * ``PlainDelivery``: the generated protobuf classes, one request per broker and kind, every
   partition in full at failover, no pacing. It is the reference the fast one is tested against
   (``tests/unit/controller/test_delivery_oracle.py``: the same bytes on the wire), and can run a
-  controller (``--delivery plain`` / ``LEASEHOLD_CONTROLLER_DELIVERY=plain``).
+  controller (``--delivery plain`` / ``LEASEHOLD_DELIVERY=plain``).
 """
 
 from __future__ import annotations

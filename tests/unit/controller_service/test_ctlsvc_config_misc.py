@@ -31,6 +31,15 @@ def test_flags_and_environment(monkeypatch):
         parse_args(["--session-ttl", "0"])
 
 
+def test_the_delivery_is_chosen_by_flag_or_environment(monkeypatch):
+    assert parse_args([]).delivery == "fast"
+    assert parse_args(["--delivery", "plain"]).delivery == "plain"
+    monkeypatch.setenv("LEASEHOLD_DELIVERY", "plain")
+    assert parse_args([]).delivery == "plain"
+    with pytest.raises(SystemExit):
+        parse_args(["--delivery", "quick"])
+
+
 def _sr(*parts):
     return control_pb2.StopReplicaRequest(
         controller_epoch=6,
