@@ -65,7 +65,7 @@ class PlainDelivery(ChannelsOfTheTerm):
         return f"of {len(states)} partitions queued in full"
 
     def refresh_metadata(self, ctx: ControllerContext) -> None:
-        return None
+        ctx.take_metadata_changes()  # nothing is kept encoded: the changes need no tracking
 
     def reset_metadata(self) -> None:
         return None
