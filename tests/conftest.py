@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.testing.etcd_server import EtcdServer
@@ -25,6 +26,11 @@ def _plaintext_client_config() -> None:
 
 
 _plaintext_client_config()
+
+# Property tests check results, not speed: on a loaded 2-core machine one example can take
+# longer than Hypothesis's default 200 ms deadline without anything being wrong.
+settings.register_profile("leasehold", deadline=None)
+settings.load_profile("leasehold")
 
 
 @pytest.fixture(scope="session")

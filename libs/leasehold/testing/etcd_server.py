@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from leasehold.testing.lifetime import parent_death_signal
-from leasehold.testing.ports import free_port, wait_for_port
+from leasehold.testing.ports import free_port, listening_pid_owns, wait_for_port
 
 # Attempts on freshly picked ports when etcd cannot bind the ones picked before.
 PORT_ATTEMPTS = 3
-# How long after its start etcd must still be running to count as started.
+# Where /proc cannot tell who listens: how long after its start etcd must still be running to
+# count as started.
 BIND_GRACE_S = 0.5
 
 
@@ -103,12 +104,25 @@ class EtcdServer:
     def _start_once(self, timeout: float) -> bool:
         proc = self.launch()
         spawned = time.monotonic()
-        if wait_for_port(self.host, self.client_port, timeout, alive=lambda: proc.poll() is None):
-            # Another process listening on a port taken meanwhile also accepts connections;
-            # etcd, failing to bind, exits within milliseconds of its start.
-            time.sleep(max(0.0, BIND_GRACE_S - (time.monotonic() - spawned)))
-            if proc.poll() is None:
+        deadline = spawned + timeout
+        if not wait_for_port(
+            self.host, self.client_port, timeout, alive=lambda: proc.poll() is None
+        ):
+            self._terminate()
+            return False
+        # The port accepting connections is not proof: another process listening on a port
+        # taken meanwhile accepts them too, while etcd, failing to bind, exits. Started means
+        # etcd's own process holds the listening socket.
+        while proc.poll() is None and time.monotonic() < deadline:
+            owns = listening_pid_owns(proc.pid, self.client_port)
+            if owns is None:  # /proc cannot tell: etcd exits within milliseconds of a failed bind
+                time.sleep(max(0.0, BIND_GRACE_S - (time.monotonic() - spawned)))
+                if proc.poll() is None:
+                    return True
+                break
+            if owns:
                 return True
+            time.sleep(0.02)
         self._terminate()
         return False
 

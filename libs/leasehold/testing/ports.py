@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import time
@@ -63,4 +64,40 @@ def wait_for_port(
             if alive is not None and not alive():
                 return False
             time.sleep(0.05)
+    return False
+
+
+def listening_pid_owns(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (in its own network
+    namespace); None when /proc cannot tell (not Linux, or no permission).
+
+    A port that accepts connections may belong to someone else: a process that failed to bind
+    a port another took meanwhile exits, but the port still answers."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False  # the process is gone
+    except OSError:
+        return None
+    inodes = set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                rows = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue  # no IPv6, or the process is gone (then nothing listens for it)
+        except OSError:
+            return None
+        for row in rows:
+            cols = row.split()
+            local, state, inode = cols[1], cols[3], cols[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes:
+                return True
     return False
