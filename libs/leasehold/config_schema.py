@@ -27,6 +27,7 @@ class ConfigType(Enum):
     LONG = "LONG"
     STRING = "STRING"
     LIST = "LIST"
+    DOUBLE = "DOUBLE"
 
 
 class ResourceType(IntEnum):
@@ -91,10 +92,17 @@ def one_of(*allowed: str) -> Validator:
     return check
 
 
-def _delete_policy_only(value: object) -> str | None:
-    if isinstance(value, tuple) and value and all(v == "delete" for v in value):
+def _cleanup_policy(value: object) -> str | None:
+    """Kafka's ``ValidList.in("compact", "delete")``, not empty."""
+    if isinstance(value, tuple) and value and all(v in ("compact", "delete") for v in value):
         return None
-    return "Leasehold supports only cleanup.policy=delete (log compaction is not implemented)"
+    return "String must be one of: compact, delete"
+
+
+def _ratio(value: object) -> str | None:
+    if not 0.0 <= value <= 1.0:  # type: ignore[operator]
+        return "Value must be no more than 1.0" if value > 1.0 else "Value must be at least 0.0"  # type: ignore[operator]
+    return None
 
 
 def _throttled_replicas(name: str) -> Validator:
@@ -127,9 +135,29 @@ def _keys(*keys: ConfigKey) -> Mapping[str, ConfigKey]:
 TOPIC_CONFIGS: Mapping[str, ConfigKey] = _keys(
     ConfigKey(
         "cleanup.policy", ConfigType.LIST, ("delete",),
-        "Retention policy for old segments. Only 'delete' is supported; Leasehold does not "
-        "implement log compaction, so 'compact' is rejected.",
-        _delete_policy_only,
+        "What happens to old segments: 'delete' removes them by retention.ms and "
+        "retention.bytes, 'compact' keeps the latest record of each key (the log cleaner); "
+        "both may be given.",
+        _cleanup_policy,
+    ),
+    ConfigKey(
+        "delete.retention.ms", ConfigType.LONG, 24 * 60 * 60 * 1000,
+        "How long a compacted topic keeps a tombstone (a null value) after the cleaner has "
+        "seen it, so consumers reading from the start see the deletion.",
+        between(0),
+    ),
+    ConfigKey(
+        "min.cleanable.dirty.ratio", ConfigType.DOUBLE, 0.5,
+        "Share of a compacted log not yet cleaned above which the cleaner cleans it.",
+        _ratio,
+    ),
+    ConfigKey(
+        "min.compaction.lag.ms", ConfigType.LONG, 0,
+        "Records younger than this stay uncompacted.", between(0),
+    ),
+    ConfigKey(
+        "max.compaction.lag.ms", ConfigType.LONG, INT64_MAX,
+        "Records older than this are compacted whatever the dirty ratio.", between(1),
     ),
     ConfigKey(
         "retention.ms", ConfigType.LONG, _WEEK_MS,

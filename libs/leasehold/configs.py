@@ -88,6 +88,11 @@ def parse_value(key: ConfigKey, raw: str) -> object:
             raise _invalid(key.name, raw, f"Not a number of type {key.type.value}") from None
     elif key.type is ConfigType.LIST:
         value = tuple(_LIST_SEPARATOR.split(trimmed)) if trimmed else ()
+    elif key.type is ConfigType.DOUBLE:
+        try:
+            value = float(trimmed)
+        except ValueError:
+            raise _invalid(key.name, raw, "Not a number of type DOUBLE") from None
     else:
         value = trimmed
     problem = key.validator(value) if key.validator is not None else None

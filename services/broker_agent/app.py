@@ -33,6 +33,7 @@ from services.broker_agent.isr_manager import AlterPartitionManager
 from services.broker_agent.leader.fetch import FetchHandler
 from services.broker_agent.leader.fetch_session import FetchSessionCache, FetchSessionConfig
 from services.broker_agent.log import LogConfig, LogManager
+from services.broker_agent.log.cleaner import CleanerSettings, LogCleaner
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.metrics import BrokerMetrics
 from services.broker_agent.model import Endpoint, TopicPartition
@@ -104,6 +105,16 @@ class BrokerAgent:
         self.isr.on_isr_change = self.metrics.on_isr_change
         self.replicas.fetchers = FetcherManager(config.num_replica_fetchers, self._new_fetcher)
         self.replicas.submit_isr_change = self.isr.submit
+        self.cleaner = LogCleaner(
+            self.log_manager.all_logs,
+            self.log_manager.handles,
+            CleanerSettings(
+                enable=config.log_cleaner_enable,
+                dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+                io_max_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+                backoff_ms=config.log_cleaner_backoff_ms,
+            ),
+        )
         self.produce = ProduceHandler(self.replicas)
         self.producer_ids = ProducerIdManager(self.etcd, self.keyspace, config.broker_id)
         sessions = FetchSessionCache(FetchSessionConfig.for_lag(config.replica_lag_time_max_ms))
@@ -207,6 +218,8 @@ class BrokerAgent:
         self.heap.settle()  # the loaded logs live as long as the process
         self._every(c.high_watermark_checkpoint_interval_ms, self._checkpoint, "hw-checkpoint")
         self._every(c.log_retention_check_interval_ms, self._retention, "retention")
+        if c.log_cleaner_enable:
+            self._every(c.log_cleaner_backoff_ms, self._clean, "log-cleaner")
         self._every(max(c.replica_lag_time_max_ms // 2, 100), self._isr_check, "isr-shrink")
         if metrics_server.serve(self.metrics.registry, c.common.host, c.common.metrics_port):
             self._spawn(
@@ -245,6 +258,10 @@ class BrokerAgent:
             log.info(
                 "retention deleted %d segment(s) of %d log(s)", sum(deleted.values()), len(deleted)
             )
+
+    async def _clean(self) -> None:
+        """One round of the log cleaner on a worker thread (compacted logs only)."""
+        await asyncio.to_thread(self.cleaner.clean_all_due)
 
     async def _isr_check(self) -> None:
         leaders = self.replicas.leader_partitions()

@@ -9,6 +9,7 @@ other without a table.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,6 +43,11 @@ class BrokerConfig:
     # Periodic work.
     high_watermark_checkpoint_interval_ms: int = 5_000
     log_retention_check_interval_ms: int = 300_000
+    # The log cleaner (compacted topics): Kafka's log.cleaner.* names.
+    log_cleaner_enable: bool = True
+    log_cleaner_dedupe_buffer_size: int = 16 * 1024 * 1024
+    log_cleaner_io_max_bytes_per_second: float = math.inf
+    log_cleaner_backoff_ms: int = 15_000
     # Controlled shutdown: retry until nothing is left to move or the timeout passes.
     controlled_shutdown_enable: bool = True
     controlled_shutdown_timeout_ms: int = 30_000
@@ -101,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("message-max-bytes", d.message_max_bytes),
         ("high-watermark-checkpoint-interval-ms", d.high_watermark_checkpoint_interval_ms),
         ("log-retention-check-interval-ms", d.log_retention_check_interval_ms),
+        ("log-cleaner-dedupe-buffer-size", d.log_cleaner_dedupe_buffer_size),
+        ("log-cleaner-backoff-ms", d.log_cleaner_backoff_ms),
         ("controlled-shutdown-timeout-ms", d.controlled_shutdown_timeout_ms),
         ("controlled-shutdown-retry-backoff-ms", d.controlled_shutdown_retry_backoff_ms),
         ("controller-retry-backoff-ms", d.controller_retry_backoff_ms),
@@ -113,6 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--controlled-shutdown-enable",
         type=_parse_bool,
         default=_parse_bool(env("CONTROLLED_SHUTDOWN_ENABLE", "true")),
+    )
+    a(
+        "--log-cleaner-enable",
+        type=_parse_bool,
+        default=_parse_bool(env("LOG_CLEANER_ENABLE", "true")),
+    )
+    a(
+        "--log-cleaner-io-max-bytes-per-second",
+        type=float,
+        default=float(env("LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", "inf")),
     )
     a(
         "--flush-on-replicate",
@@ -154,6 +172,10 @@ def config_from_args(argv: Sequence[str] | None = None) -> BrokerConfig:
             message_max_bytes=ns.message_max_bytes,
             high_watermark_checkpoint_interval_ms=ns.high_watermark_checkpoint_interval_ms,
             log_retention_check_interval_ms=ns.log_retention_check_interval_ms,
+            log_cleaner_enable=ns.log_cleaner_enable,
+            log_cleaner_dedupe_buffer_size=ns.log_cleaner_dedupe_buffer_size,
+            log_cleaner_io_max_bytes_per_second=ns.log_cleaner_io_max_bytes_per_second,
+            log_cleaner_backoff_ms=ns.log_cleaner_backoff_ms,
             controlled_shutdown_enable=ns.controlled_shutdown_enable,
             controlled_shutdown_timeout_ms=ns.controlled_shutdown_timeout_ms,
             controlled_shutdown_retry_backoff_ms=ns.controlled_shutdown_retry_backoff_ms,

@@ -14,12 +14,47 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.broker_agent.log.checkpoint import TMP_SUFFIX
+from services.broker_agent.log.checkpoint import TMP_SUFFIX, fsync_dir
 from services.broker_agent.log.handles import FileHandleCache
 from services.broker_agent.log.segment import LOG_SUFFIX, SUFFIXES, LogSegment, segment_name
 
 _LOGGER = logging.getLogger(__name__)
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex)$")
+# The log cleaner's files (``cleaner``): a cleaned segment being written, and one ready to
+# replace the segments with base offsets in [first, end).
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+_SWAP_FILE = re.compile(r"^(\d{20})\.(\d{20})\.swap$")
+
+
+def swap_name(base_offset: int, end_offset: int) -> str:
+    return f"{segment_name(base_offset)}.{segment_name(end_offset)}{SWAP_SUFFIX}"
+
+
+def complete_swaps(directory: Path, handles: FileHandleCache) -> int:
+    """Finish what a crash interrupted in the cleaner (Kafka's LogLoader does the same with
+    ``.cleaned`` and ``.swap`` files): a half-written cleaned segment is deleted; a swap file
+    replaces every segment it covers. Returns how many swaps were completed."""
+    swaps: list[tuple[int, int, Path]] = []
+    for path in directory.iterdir():
+        if path.name.endswith(CLEANED_SUFFIX):
+            path.unlink(missing_ok=True)
+        elif (match := _SWAP_FILE.match(path.name)) is not None:
+            swaps.append((int(match.group(1)), int(match.group(2)), path))
+    for first, end, swap in sorted(swaps):
+        for path in directory.iterdir():
+            match = _SEGMENT_FILE.match(path.name)
+            if match is not None and first <= int(match.group(1)) < end:
+                handles.close(path)
+                path.unlink(missing_ok=True)
+        target = directory / f"{segment_name(first)}{LOG_SUFFIX}"
+        swap.replace(target)
+        _LOGGER.warning(
+            "completed an interrupted cleaner swap of segment %d of %s", first, directory
+        )
+    if swaps:
+        fsync_dir(directory)
+    return len(swaps)
 
 
 @dataclass
@@ -59,6 +94,7 @@ def load_segments(
     index_interval: int,
     recovery_point: int,
 ) -> LoadedSegments:
+    complete_swaps(directory, handles)
     bases = segment_base_offsets(directory)
     segments: list[LogSegment] = []
     truncated = 0

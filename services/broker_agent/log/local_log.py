@@ -26,9 +26,12 @@ from services.broker_agent.log.config import LogConfig
 from services.broker_agent.log.handles import FileHandleCache
 from services.broker_agent.log.loader import load_segments
 from services.broker_agent.log.retention import SegmentSummary
-from services.broker_agent.log.segment import LogSegment
+from services.broker_agent.log.segment import LOG_SUFFIX, LogSegment, segment_name
 
 RECOVERY_POINT_FILE = "recovery-point"
+# The compacted log's first dirty offset (Kafka keeps one cleaner-offset-checkpoint per data
+# directory; one per log goes with the log when it is deleted).
+CLEANER_POINT_FILE = "cleaner-offset-checkpoint"
 DELETE_SUFFIX = "-delete"
 
 
@@ -54,11 +57,16 @@ class LocalLog:
         self.recovery_point = 0
         self._persisted_recovery_point = 0
         self._truncations = 0  # bumped whenever the end moves down
+        self.cleaner_point = 0
+        # Bumped by every change that removes or rewrites data (truncation, retention): a
+        # cleaner round that read the segments before one does not swap its result in.
+        self.generation = 0
 
     def load(self, initial_base_offset: int) -> None:
         """Recover the directory; an empty one gets a segment at ``initial_base_offset``."""
         self.directory.mkdir(parents=True, exist_ok=True)
         recovery_point = checkpoint.read_offset(self.directory / RECOVERY_POINT_FILE, 0)
+        self.cleaner_point = checkpoint.read_offset(self.directory / CLEANER_POINT_FILE, 0)
         loaded = load_segments(
             self.directory, self._handles, self.config.index_interval_bytes, recovery_point
         )
@@ -140,14 +148,18 @@ class LocalLog:
 
     def truncate_to(self, offset: int) -> None:
         """Drop every batch reaching ``offset`` or beyond (``offset`` >= first base)."""
+        self.generation += 1
         self.remove_segments([s for s in self.segments if s.base_offset > offset])
         active = self.segments[-1]
         if active.truncate_to(offset):
             self._dirty.add(active)
         self._lower_recovery_point(self.log_end_offset)
+        self._lower_cleaner_point(self.log_end_offset)
 
     def truncate_fully(self, offset: int) -> None:
         """Delete every segment and start empty at ``offset``."""
+        self.generation += 1
+        self._lower_cleaner_point(offset)
         self.remove_segments(list(self.segments))
         self._set_segments([self._create_segment(offset)])
         self._lower_recovery_point(offset)
@@ -158,6 +170,7 @@ class LocalLog:
         """Retention: delete the ``count`` oldest segments (never the active one)."""
         count = min(count, len(self.segments) - 1)
         if count > 0:
+            self.generation += 1
             self.remove_segments(self.segments[:count], newest_first=False)
 
     def remove_segments(self, doomed: Sequence[LogSegment], newest_first: bool = True) -> None:
@@ -171,6 +184,34 @@ class LocalLog:
             self._dirty.discard(segment)
         self._set_segments([s for s in self.segments if id(s) not in ids])
         self._dir_dirty = True
+
+    def replace_segments(self, old: Sequence[LogSegment], swap: Path, base_offset: int) -> None:
+        """Swap a cleaned segment in for ``old`` (consecutive, not the active one): the old
+        files go, then ``swap`` becomes ``<base_offset>.log`` (a crash between the two is
+        completed by ``loader.complete_swaps``)."""
+        position = self.segments.index(old[0])
+        for segment in old:
+            segment.delete()
+            self._dirty.discard(segment)
+        checkpoint.fsync_dir(self.directory)
+        new_path = self.directory / f"{segment_name(base_offset)}{LOG_SUFFIX}"
+        swap.replace(new_path)
+        checkpoint.fsync_dir(self.directory)
+        segment, _ = LogSegment.open(
+            self.directory,
+            base_offset,
+            self._handles,
+            self.config.index_interval_bytes,
+            recover_from=base_offset,  # builds its indexes, checking every batch
+        )
+        segment.flush()
+        kept = self.segments[:position] + [segment] + self.segments[position + len(old) :]
+        self._set_segments(kept)
+
+    def set_cleaner_point(self, offset: int) -> None:
+        """The cleaner cleaned everything below ``offset``: persist it."""
+        checkpoint.write_offset(self.directory / CLEANER_POINT_FILE, offset)
+        self.cleaner_point = offset
 
     # -------------------------------------------------------------- durability
 
@@ -231,6 +272,12 @@ class LocalLog:
         if self.recovery_point < self._persisted_recovery_point:
             checkpoint.write_offset(self.directory / RECOVERY_POINT_FILE, self.recovery_point)
             self._persisted_recovery_point = self.recovery_point
+
+    def _lower_cleaner_point(self, offset: int) -> None:
+        """Truncated below the clean part: what is appended there next is dirty. Written at
+        once, as the recovery point is, or a restart would take new records for clean ones."""
+        if offset < self.cleaner_point:
+            self.set_cleaner_point(max(offset, 0))
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
         self.segments = segments

@@ -24,14 +24,17 @@ from services.broker_agent.log.batch import (
     Record,
     build_batch,
     check_produced,
+    decode_records,
     stamp,
     validated_batches,
 )
+from services.broker_agent.log.cleaning import LogCleaning
 from services.broker_agent.log.config import LogConfig
 from services.broker_agent.log.epoch_cache import LeaderEpochCache
 from services.broker_agent.log.epoch_file import EpochStore, LeaderEpochFileCache
 from services.broker_agent.log.errors import (
     CorruptRecordError,
+    InvalidRecordError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -55,7 +58,7 @@ def _system_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log(LogUpkeep):
+class Log(LogUpkeep, LogCleaning):
     """A partition replica's log. Create with :meth:`Log.open`."""
 
     def __init__(
@@ -205,6 +208,11 @@ class Log(LogUpkeep):
             raise RecordTooLargeError(
                 f"batch of {len(data)} bytes exceeds max.message.bytes "
                 f"{self.config.max_message_bytes}"
+            )
+        if self.config.compact and any(r.key is None for r in decode_records(data)):
+            raise InvalidRecordError(
+                f"Compacted topic cannot accept message without key in topic partition "
+                f"{self.directory.name}."
             )
         duplicate = self._producers.check(header)
         if duplicate is not None:

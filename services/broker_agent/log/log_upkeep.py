@@ -91,15 +91,16 @@ class LogUpkeep:
 
     @guarded
     def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Apply retention.ms / retention.bytes / log start offset; returns segments deleted."""
+        """Apply retention.ms / retention.bytes (cleanup.policy delete) and the log start
+        offset; returns segments deleted."""
         config = self.config
         now = self._clock() if now_ms is None else now_ms
         self._producers.expire(now, config.producer_id_expiration_ms)
         count = deletable_prefix(
             self._local.summaries(),
             now_ms=now,
-            retention_ms=config.retention_ms,
-            retention_bytes=config.retention_bytes,
+            retention_ms=config.retention_ms if config.delete else -1,
+            retention_bytes=config.retention_bytes if config.delete else -1,
             high_watermark=self._high_watermark,
             log_start_offset=self._log_start_offset,
         )

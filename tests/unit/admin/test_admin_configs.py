@@ -34,11 +34,15 @@ THROTTLE_FORMAT = (
 def test_schema_names_are_the_agreed_ones():
     assert sorted(TOPIC_CONFIGS) == [
         "cleanup.policy",
+        "delete.retention.ms",
         "follower.replication.throttled.replicas",
         "index.interval.bytes",
         "leader.replication.throttled.replicas",
+        "max.compaction.lag.ms",
         "max.message.bytes",
         "message.timestamp.type",
+        "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms",
         "min.insync.replicas",
         "retention.bytes",
         "retention.ms",
@@ -131,15 +135,23 @@ def test_good_values(resource, name, raw, parsed):
         (TOPIC, "message.timestamp.type", "createtime",
          "Invalid value createtime for configuration message.timestamp.type: String must be one "
          "of: CreateTime, LogAppendTime"),
-        (TOPIC, "cleanup.policy", "compact",
-         "Invalid value [compact] for configuration cleanup.policy: Leasehold supports only "
-         "cleanup.policy=delete (log compaction is not implemented)"),
-        (TOPIC, "cleanup.policy", "delete,compact",
-         "Invalid value [delete, compact] for configuration cleanup.policy: Leasehold supports "
-         "only cleanup.policy=delete (log compaction is not implemented)"),
+        (TOPIC, "cleanup.policy", "compacted",
+         "Invalid value [compacted] for configuration cleanup.policy: String must be one of: "
+         "compact, delete"),
+        (TOPIC, "cleanup.policy", "delete,Compact",
+         "Invalid value [delete, Compact] for configuration cleanup.policy: String must be one "
+         "of: compact, delete"),
         (TOPIC, "cleanup.policy", "",
-         "Invalid value [] for configuration cleanup.policy: Leasehold supports only "
-         "cleanup.policy=delete (log compaction is not implemented)"),
+         "Invalid value [] for configuration cleanup.policy: String must be one of: compact, "
+         "delete"),
+        (TOPIC, "min.cleanable.dirty.ratio", "1.5",
+         "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value must be no more "
+         "than 1.0"),
+        (TOPIC, "min.cleanable.dirty.ratio", "half",
+         "Invalid value half for configuration min.cleanable.dirty.ratio: Not a number of type "
+         "DOUBLE"),
+        (TOPIC, "delete.retention.ms", "-1",
+         "Invalid value -1 for configuration delete.retention.ms: Value must be at least 0"),
         (TOPIC, "leader.replication.throttled.replicas", "0:1,*",
          "Invalid value [0:1, *] for configuration leader.replication.throttled.replicas: "
          f"leader.replication.throttled.replicas {THROTTLE_FORMAT}"),
@@ -193,11 +205,15 @@ def test_unknown_names_are_reported_before_bad_values():
 
 TOPIC_DEFAULTS = {
     "cleanup.policy": "delete",
+    "delete.retention.ms": "86400000",
     "follower.replication.throttled.replicas": "",
     "index.interval.bytes": "4096",
     "leader.replication.throttled.replicas": "",
+    "max.compaction.lag.ms": "9223372036854775807",
     "max.message.bytes": "1048588",
     "message.timestamp.type": "CreateTime",
+    "min.cleanable.dirty.ratio": "0.5",
+    "min.compaction.lag.ms": "0",
     "min.insync.replicas": "1",
     "retention.bytes": "-1",
     "retention.ms": "604800000",
@@ -339,9 +355,9 @@ def test_alter_ops(current, ops, expected):
          "Config value append is not allowed for config key: retention.ms"),
         ([("segment.ms", AlterOp.SUBTRACT, "1")], c.ERROR_CODE_INVALID_CONFIG,
          "Config value subtract is not allowed for config key: segment.ms"),
-        ([("cleanup.policy", AlterOp.APPEND, "compact")], c.ERROR_CODE_INVALID_CONFIG,
-         "Invalid value [delete, compact] for configuration cleanup.policy: Leasehold supports "
-         "only cleanup.policy=delete (log compaction is not implemented)"),
+        ([("cleanup.policy", AlterOp.APPEND, "compacted")], c.ERROR_CODE_INVALID_CONFIG,
+         "Invalid value [delete, compacted] for configuration cleanup.policy: String must be "
+         "one of: compact, delete"),
         ([("retention.ms", AlterOp.SET, "x")], c.ERROR_CODE_INVALID_CONFIG,
          "Invalid value x for configuration retention.ms: Not a number of type LONG"),
     ],
