@@ -83,6 +83,7 @@ METHOD_CLAIMS: Mapping[str, Claim] = MappingProxyType(
     {
         "/leasehold.controller.v1.ControllerService/AlterPartition": _claims_broker,
         "/leasehold.controller.v1.ControllerService/ControlledShutdown": _claims_broker,
+        "/leasehold.controller.v1.ControllerService/CreateInternalTopic": _claims_broker,
         "/leasehold.broker.v1.BrokerControlService/LeaderAndIsr": _claims_controller,
         "/leasehold.broker.v1.BrokerControlService/StopReplica": _claims_controller,
         "/leasehold.broker.v1.BrokerControlService/UpdateMetadata": _claims_controller,

@@ -33,6 +33,7 @@ _TOPIC_EXISTS = common_pb2.ERROR_CODE_TOPIC_ALREADY_EXISTS
 _INVALID_PARTITIONS = common_pb2.ERROR_CODE_INVALID_PARTITIONS
 _INVALID_RF = common_pb2.ERROR_CODE_INVALID_REPLICATION_FACTOR
 _INVALID_ASSIGNMENT = common_pb2.ERROR_CODE_INVALID_REPLICA_ASSIGNMENT
+_INVALID_REQUEST = common_pb2.ERROR_CODE_INVALID_REQUEST
 
 
 def quote(text: object, limit: int = QUOTE_CHARS) -> str:
@@ -100,6 +101,18 @@ def topic_name_collides(a: str, b: str) -> bool:
     return a.replace(".", "_") == b.replace(".", "_")
 
 
+# Topics the cluster makes and uses itself (the group coordinators' committed offsets).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
+
+
+def validate_not_internal(name: str, action: str) -> None:
+    """Internal topics are created by the controller on first use and never deleted by hand."""
+    if name in INTERNAL_TOPICS:
+        raise InvalidRequestError(
+            _INVALID_REQUEST, f"{action} of internal topic {name} is not allowed."
+        )
+
+
 def validate_new_topic(
     name: str,
     existing_topics: Collection[str],
@@ -111,6 +124,7 @@ def validate_new_topic(
     colliding names are listed in sorted order.
     """
     validate_topic_name(name)
+    validate_not_internal(name, "Creation")
     if name in marked_for_deletion:
         raise AlreadyExistsError(_TOPIC_EXISTS, f"Topic '{name}' is marked for deletion.")
     if name in existing_topics:

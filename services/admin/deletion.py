@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from leasehold import configs
+from leasehold import configs, validation
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import PreconditionError
 from leasehold.etcd.client import cmp_create_revision, cmp_mod_revision, op_put
@@ -29,6 +29,7 @@ from services.admin.operations import (
     result_outcomes,
     trace_context,
 )
+from services.admin.snapshot import Snapshot, TopicView
 from services.admin.store import AdminStore, Change, Want
 from services.admin.validate import (
     no_duplicates,
@@ -86,7 +87,7 @@ class Deletions:
             changes: list[Change] = []
             with validating("DeleteTopics", topic=",".join(names)) as items:
                 for name in names:
-                    topic = items.check(partial(require_live_topic, snapshot, name))
+                    topic = items.check(partial(_deletable, snapshot, name))
                     if isinstance(topic, Outcome):
                         refused[name] = topic
                         continue
@@ -165,3 +166,8 @@ class Deletions:
             )
             out.append(DeletedTopic(name, topic_id, outcome))
         return tuple(out)
+
+
+def _deletable(snapshot: Snapshot, name: str) -> TopicView:
+    validation.validate_not_internal(name, "Deletion")
+    return require_live_topic(snapshot, name)

@@ -203,6 +203,7 @@ class Topics:
     ) -> dict[int, list[int]]:
         """The replicas of the partitions ``request`` adds to ``topic`` (validated)."""
         validation.validate_topic_not_deleting(topic.name, snapshot.deleting)
+        validation.validate_not_internal(topic.name, "Adding partitions")
         if any(topic.reassigning(p) for p in topic.partitions):
             raise PreconditionError(
                 common_pb2.ERROR_CODE_REASSIGNMENT_IN_PROGRESS,

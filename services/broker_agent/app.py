@@ -21,6 +21,7 @@ import grpc
 from leasehold import metrics as metrics_server
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.group.v1 import group_pb2_grpc
 from leasehold.heap import HeapFreezer
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.control_fence import ControlFence
@@ -29,6 +30,10 @@ from services.broker_agent.follower.fetch_state import FetcherSettings
 from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.follower.leader_endpoint import LeaderEndpoint
+from services.broker_agent.group.coordinator import GroupCoordinator, create_request
+from services.broker_agent.group.model import GroupConfig
+from services.broker_agent.group.servicer import SERVICE_NAME as GROUP_SERVICE_NAME
+from services.broker_agent.group.servicer import GroupServicer
 from services.broker_agent.isr_manager import AlterPartitionManager
 from services.broker_agent.leader.fetch import FetchHandler
 from services.broker_agent.leader.fetch_session import FetchSessionCache, FetchSessionConfig
@@ -50,8 +55,10 @@ log = logging.getLogger(__name__)
 SERVICE_NAMES = (
     broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
     control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name,
+    GROUP_SERVICE_NAME,
 )
 CONFIG_LOAD_TIMEOUT_S = 10.0
+CREATE_TOPIC_TIMEOUT_S = 10.0
 
 
 def monotonic_ms() -> int:
@@ -119,6 +126,21 @@ class BrokerAgent:
         self.producer_ids = ProducerIdManager(self.etcd, self.keyspace, config.broker_id)
         sessions = FetchSessionCache(FetchSessionConfig.for_lag(config.replica_lag_time_max_ms))
         self.fetch = FetchHandler(self.replicas, self.isr, sessions)
+        self.groups = GroupCoordinator(
+            self.replicas,
+            self.metadata,
+            GroupConfig(
+                session_timeout_ms=config.group_consumer_session_timeout_ms,
+                heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                max_size=config.group_consumer_max_size,
+                assignors=config.group_consumer_assignors,
+                offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                commit_timeout_ms=config.offsets_commit_timeout_ms,
+            ),
+            create_topic=self._create_offsets_topic,
+        )
+        self.replicas.on_leader_and_isr.append(self.groups.leader_and_isr_applied)
+        self.replicas.on_stop_replica.append(self.groups.stop_replica_applied)
         self.registration: Registration | None = None
         self._tasks: list[asyncio.Task] = []
         # Big control requests freeze what they built (``leasehold.heap``); enabled by main.
@@ -161,6 +183,15 @@ class BrokerAgent:
             self.replicas.priority.pause,
         )
 
+    async def _create_offsets_topic(self) -> None:
+        """Ask the controller to create __consumer_offsets (a FindCoordinator found none)."""
+        request = create_request(self.config.broker_id, self.replicas.broker_epoch)
+        response = await self.controller.call(
+            "CreateInternalTopic", request, time.monotonic() + CREATE_TOPIC_TIMEOUT_S
+        )
+        if response.error_code:
+            log.warning("creating __consumer_offsets: %s", response.error_message)
+
     def _announced_controller(self) -> tuple[str, int] | None:
         """The controller address the last UpdateMetadata named, if it may be believed: without
         TLS it is only a claim, and etcd's election alone names the controller
@@ -188,6 +219,9 @@ class BrokerAgent:
         )
         control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
             BrokerControlServicer(self.replicas, self.heap), server
+        )
+        group_pb2_grpc.add_GroupServiceServicer_to_server(
+            GroupServicer(self.groups, self.config.broker_id), server
         )
 
     # --------------------------------------------------------------- lifecycle
@@ -221,6 +255,7 @@ class BrokerAgent:
         if c.log_cleaner_enable:
             self._every(c.log_cleaner_backoff_ms, self._clean, "log-cleaner")
         self._every(max(c.replica_lag_time_max_ms // 2, 100), self._isr_check, "isr-shrink")
+        self._spawn(self.groups.run_timers(), "group-timers")
         if metrics_server.serve(self.metrics.registry, c.common.host, c.common.metrics_port):
             self._spawn(
                 self.metrics.run(
@@ -293,6 +328,7 @@ class BrokerAgent:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        await self.groups.close()
         await self.isr.close()
         await self.replicas.close()
         if self.registration is not None:

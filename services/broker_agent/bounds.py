@@ -16,6 +16,7 @@ from leasehold.request_bounds import Bound, Counter, Counts
 
 _DATA = "/leasehold.broker.v1.BrokerService/"
 _CONTROL = "/leasehold.broker.v1.BrokerControlService/"
+_GROUP = "/leasehold.group.v1.GroupService/"
 
 
 def counters(max_partitions: int, max_control_partitions: int) -> Mapping[str, Counter]:
@@ -36,6 +37,17 @@ def counters(max_partitions: int, max_control_partitions: int) -> Mapping[str, C
     def metadata(request: Any, counts: Counts) -> None:
         counts.add(data, len(request.topics))
 
+    groups = Bound("groups", max_partitions, "--max-partitions-per-request")
+
+    def group_ids(request: Any, counts: Counts) -> None:
+        counts.add(groups, len(request.group_ids))
+
+    def heartbeat(request: Any, counts: Counts) -> None:
+        counts.add(data, len(request.subscription.topic_names))
+        counts.add(data, len(request.owned.topic_partitions))
+        for t in request.owned.topic_partitions:
+            counts.add(data, len(t.partitions))
+
     def states(request: Any, counts: Counts) -> None:
         counts.add(control, len(request.partition_states))
 
@@ -48,6 +60,12 @@ def counters(max_partitions: int, max_control_partitions: int) -> Mapping[str, C
         _DATA + "ListOffsets": nested,
         _DATA + "OffsetsForLeaderEpoch": nested,
         _DATA + "Metadata": metadata,
+        _GROUP + "FindCoordinator": group_ids,
+        _GROUP + "ConsumerGroupHeartbeat": heartbeat,
+        _GROUP + "OffsetCommit": nested,
+        _GROUP + "OffsetFetch": nested,
+        _GROUP + "DescribeGroups": group_ids,
+        _GROUP + "DeleteGroups": group_ids,
         _CONTROL + "LeaderAndIsr": states,
         _CONTROL + "StopReplica": states,
         _CONTROL + "UpdateMetadata": update_metadata,

@@ -48,6 +48,13 @@ class BrokerConfig:
     log_cleaner_dedupe_buffer_size: int = 16 * 1024 * 1024
     log_cleaner_io_max_bytes_per_second: float = math.inf
     log_cleaner_backoff_ms: int = 15_000
+    # The group coordinator: Kafka's group.consumer.* and offsets.* broker configs.
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    group_consumer_max_size: int = 2**31 - 1
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    offset_metadata_max_bytes: int = 4096
+    offsets_commit_timeout_ms: int = 5_000
     # Controlled shutdown: retry until nothing is left to move or the timeout passes.
     controlled_shutdown_enable: bool = True
     controlled_shutdown_timeout_ms: int = 30_000
@@ -74,6 +81,15 @@ class BrokerConfig:
             raise ValueError("--min-insync-replicas must be at least 1")
         if self.replica_lag_time_max_ms < 1:
             raise ValueError("--replica-lag-time-max-ms must be positive")
+        if (
+            min(self.group_consumer_session_timeout_ms, self.group_consumer_heartbeat_interval_ms)
+            < 1
+        ):
+            raise ValueError("the group session timeout and heartbeat interval must be positive")
+        if not self.group_consumer_assignors or any(
+            a not in ("uniform", "range") for a in self.group_consumer_assignors
+        ):
+            raise ValueError("--group-consumer-assignors: a list of uniform and range")
         if min(self.max_partitions_per_request, self.max_control_partitions_per_request) < 1:
             raise ValueError("the per-request partition limits must be at least 1")
 
@@ -112,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("controlled-shutdown-timeout-ms", d.controlled_shutdown_timeout_ms),
         ("controlled-shutdown-retry-backoff-ms", d.controlled_shutdown_retry_backoff_ms),
         ("controller-retry-backoff-ms", d.controller_retry_backoff_ms),
+        ("group-consumer-session-timeout-ms", d.group_consumer_session_timeout_ms),
+        ("group-consumer-heartbeat-interval-ms", d.group_consumer_heartbeat_interval_ms),
+        ("group-consumer-max-size", d.group_consumer_max_size),
+        ("offset-metadata-max-bytes", d.offset_metadata_max_bytes),
+        ("offsets-commit-timeout-ms", d.offsets_commit_timeout_ms),
         ("max-partitions-per-request", d.max_partitions_per_request),
         ("max-control-partitions-per-request", d.max_control_partitions_per_request),
     ]
@@ -121,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--controlled-shutdown-enable",
         type=_parse_bool,
         default=_parse_bool(env("CONTROLLED_SHUTDOWN_ENABLE", "true")),
+    )
+    a(
+        "--group-consumer-assignors",
+        default=env("GROUP_CONSUMER_ASSIGNORS", ",".join(d.group_consumer_assignors)),
+        help="server-side assignors, the first the default (uniform, range)",
     )
     a(
         "--log-cleaner-enable",
@@ -180,6 +206,14 @@ def config_from_args(argv: Sequence[str] | None = None) -> BrokerConfig:
             controlled_shutdown_timeout_ms=ns.controlled_shutdown_timeout_ms,
             controlled_shutdown_retry_backoff_ms=ns.controlled_shutdown_retry_backoff_ms,
             controller_retry_backoff_ms=ns.controller_retry_backoff_ms,
+            group_consumer_session_timeout_ms=ns.group_consumer_session_timeout_ms,
+            group_consumer_heartbeat_interval_ms=ns.group_consumer_heartbeat_interval_ms,
+            group_consumer_max_size=ns.group_consumer_max_size,
+            group_consumer_assignors=tuple(
+                a.strip() for a in ns.group_consumer_assignors.split(",") if a.strip()
+            ),
+            offset_metadata_max_bytes=ns.offset_metadata_max_bytes,
+            offsets_commit_timeout_ms=ns.offsets_commit_timeout_ms,
             flush_on_replicate=ns.flush_on_replicate,
             max_partitions_per_request=ns.max_partitions_per_request,
             max_control_partitions_per_request=ns.max_control_partitions_per_request,

@@ -162,6 +162,11 @@ class MetadataCache:
     def topics(self) -> list[str]:
         return sorted(self._partitions)
 
+    def partition_count(self, topic: str) -> int | None:
+        """How many partitions ``topic`` has, None when it is not known."""
+        found = self._partitions.get(topic)
+        return len(found) if found else None
+
     def describe(self, topics: list[str] | None) -> MetadataView:
         """Answer a Metadata request: every topic when ``topics`` is None."""
         names = self.topics() if topics is None else list(dict.fromkeys(topics))

@@ -82,6 +82,10 @@ class ReplicaManager:
         # What etcd shows of the controller epoch (``control_fence``), wired by the app; a test
         # playing the controller without etcd leaves it out.
         self.fence: ControlFence | None = None
+        # Told of every applied LeaderAndIsr / StopReplica with its result (the group
+        # coordinator follows the leadership of __consumer_offsets this way).
+        self.on_leader_and_isr: list[Callable[[LeaderAndIsr, ControlResult], None]] = []
+        self.on_stop_replica: list[Callable[[StopReplica, ControlResult], None]] = []
 
     # ----------------------------------------------------------------- lookups
 
@@ -182,9 +186,12 @@ class ReplicaManager:
             self.controller_epoch = request.controller_epoch
             self._roles_settled.clear()
             try:
-                return await apply_leader_and_isr(self, request)
+                result = await apply_leader_and_isr(self, request)
             finally:
                 self._roles_settled.set()
+            for listener in self.on_leader_and_isr:
+                listener(request, result)
+            return result
 
     async def wait_for_role_changes(self, tps: Iterable[TopicPartition]) -> None:
         """Wait while a LeaderAndIsr is making a role change of one of ``tps`` durable.
@@ -240,7 +247,10 @@ class ReplicaManager:
                 log.info("%s: stopped and deleted", ps.tp)
             if self.fetchers is not None:
                 await self.fetchers.shutdown_idle_fetchers()
-            return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
+            result = ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
+            for listener in self.on_stop_replica:
+                listener(request, result)
+            return result
 
     # ------------------------------------------------------------ UpdateMetadata
 

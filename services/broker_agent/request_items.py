@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from leasehold.errors import InvalidRequestError
-from leasehold.validation import topic_name_problem
+from leasehold.validation import INTERNAL_TOPICS, topic_name_problem
 from services.broker_agent.model import Code, TopicPartition
 
 NOT_GIVEN = -1
@@ -53,6 +53,18 @@ def refusals(pairs: Iterable[tuple[str, int]], field: str = "topics") -> Refusal
                 f"partition must be >= 0, got {partition}",
             )
     return out
+
+
+def internal_refusals(pairs: Iterable[tuple[str, int]], refused: Refusals) -> Refusals:
+    """``refused`` plus the partitions of internal topics (``__consumer_offsets``): only the
+    group coordinators write them, as Kafka refuses produce requests to internal topics."""
+    for topic, partition in pairs:
+        if topic in INTERNAL_TOPICS:
+            refused[TopicPartition(topic, partition)] = (
+                Code.INVALID_TOPIC_EXCEPTION,
+                f"Cannot append to internal topic {topic}",
+            )
+    return refused
 
 
 def given(message, field: str) -> int:

@@ -24,7 +24,7 @@ from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, contro
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
-from leasehold.validation import topic_name_problem
+from leasehold.validation import INTERNAL_TOPICS, topic_name_problem
 from services.broker_agent import control_convert, convert
 from services.broker_agent.leader.fetch import FetchHandler, FetchParams, FetchSpec, decoded
 from services.broker_agent.leader.leader_offsets import OffsetResult
@@ -40,7 +40,13 @@ from services.broker_agent.model import (
 from services.broker_agent.produce import VALID_ACKS, ProduceEntry, ProduceHandler, ProduceResult
 from services.broker_agent.producer_ids import ProducerIdManager
 from services.broker_agent.replica_manager import ReplicaManager
-from services.broker_agent.request_items import NOT_GIVEN, given, in_request_order, refusals
+from services.broker_agent.request_items import (
+    NOT_GIVEN,
+    given,
+    in_request_order,
+    internal_refusals,
+    refusals,
+)
 
 T = TypeVar("T")
 Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
@@ -161,6 +167,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                 Code.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, got {acks}", field="acks"
             )
         refused = refusals((t.topic, p.partition) for t in request.topics for p in t.partitions)
+        if any(t.topic in INTERNAL_TOPICS for t in request.topics):
+            refused = internal_refusals(
+                ((t.topic, p.partition) for t in request.topics for p in t.partitions), refused
+            )
         entries = [
             convert.produce_entry_from_pb(t.topic, p)
             for t in request.topics

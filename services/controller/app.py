@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from google.protobuf.message import Message
 
 from leasehold import metrics as metrics_server
+from leasehold.assignment import BrokerMetadata
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2_grpc
 from leasehold.etcd.client import EtcdClient
@@ -43,6 +44,7 @@ from services.controller.events import (
     ControllerEvent,
     StopReplicaResult,
 )
+from services.controller.internal_topics import InternalTopics
 from services.controller.metrics import ControllerMetrics
 from services.controller.role import answer_not_controller
 from services.controller.servicer import SERVICE_NAME, ControllerServicer
@@ -69,7 +71,15 @@ class ControllerApp:
         self.controller.put = self.events.put
         self.metrics = ControllerMetrics()
         self.metrics.attach(self.controller, self.events)
-        self.servicer = ControllerServicer(self.controller, self.events)
+        ctx = self.controller.ctx
+        internal = InternalTopics(
+            self.client,
+            self.keyspace,
+            lambda: [BrokerMetadata(b, ctx.brokers[b].rack) for b in ctx.live_broker_ids],
+            config.offsets_topic_num_partitions,
+            config.offsets_topic_replication_factor,
+        )
+        self.servicer = ControllerServicer(self.controller, self.events, internal)
         self.election: ElectionRunner | None = None
         self.port = 0
         self._watch_task: asyncio.Task | None = None

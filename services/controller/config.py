@@ -59,6 +59,10 @@ class ControllerConfig:
     # How requests reach the brokers: "fast" (the default) or "plain", the generated classes
     # alone, the reference the fast one is tested against (``services.controller.delivery``).
     delivery: str = "fast"
+    # __consumer_offsets, created on a broker's first need of it (Kafka's offsets.topic.*):
+    # the replication factor is capped at the live brokers then.
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
     # Where controller_id came from: "flag" or "hostname <name>" (logged at start).
     controller_id_source: str = "flag"
 
@@ -148,6 +152,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
     a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))
+    a(
+        "--offsets-topic-num-partitions",
+        type=int,
+        default=int(env("OFFSETS_TOPIC_NUM_PARTITIONS", "50")),
+        help="partitions of __consumer_offsets when it is created",
+    )
+    a(
+        "--offsets-topic-replication-factor",
+        type=int,
+        default=int(env("OFFSETS_TOPIC_REPLICATION_FACTOR", "3")),
+        help="replication factor of __consumer_offsets (at most the live brokers then)",
+    )
     return parser
 
 
@@ -166,6 +182,8 @@ def parse_args(
         raise SystemExit("--heartbeat-interval must be >= 0")
     if ns.session_ttl < 1:
         raise SystemExit("--session-ttl must be at least 1 second")
+    if ns.offsets_topic_num_partitions < 1 or ns.offsets_topic_replication_factor < 1:
+        raise SystemExit("--offsets-topic-num-partitions and -replication-factor must be >= 1")
     return ControllerConfig(
         common=common_from_args(ns),
         controller_id=ns.controller_id,
@@ -180,4 +198,6 @@ def parse_args(
         advertised_tls_name=ns.advertised_tls_name,
         delivery=ns.delivery,
         controller_id_source=source,
+        offsets_topic_num_partitions=ns.offsets_topic_num_partitions,
+        offsets_topic_replication_factor=ns.offsets_topic_replication_factor,
     )

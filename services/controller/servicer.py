@@ -20,6 +20,7 @@ from leasehold.errors import InvalidRequestError
 from services.controller.controller import Controller
 from services.controller.event_loop import EventLoop
 from services.controller.events import AlterPartition, ControlledShutdown
+from services.controller.internal_topics import InternalTopics
 
 SERVICE_NAME = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 _INVALID = common_pb2.ERROR_CODE_INVALID_REQUEST
@@ -45,9 +46,26 @@ def _check_alter_partition(req: controller_pb2.AlterPartitionRequest) -> None:
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
-    def __init__(self, controller: Controller, events: EventLoop) -> None:
+    def __init__(
+        self, controller: Controller, events: EventLoop, internal_topics: InternalTopics
+    ) -> None:
         self.controller = controller
         self.events = events
+        self.internal_topics = internal_topics
+
+    async def CreateInternalTopic(
+        self, request: controller_pb2.CreateInternalTopicRequest, context: grpc.aio.ServicerContext
+    ) -> controller_pb2.CreateInternalTopicResponse:
+        if request.broker_id < 0:
+            raise InvalidRequestError(_INVALID, f"broker_id {request.broker_id} is negative")
+        if not self.controller.active:
+            return controller_pb2.CreateInternalTopicResponse(
+                error_code=_NOT_CONTROLLER, error_message=_NOT_CONTROLLER_MSG
+            )
+        code, message, created = await self.internal_topics.create(request.topic)
+        return controller_pb2.CreateInternalTopicResponse(
+            error_code=code, error_message=message, created=created
+        )
 
     async def AlterPartition(
         self, request: controller_pb2.AlterPartitionRequest, context: grpc.aio.ServicerContext

@@ -106,3 +106,23 @@ class ControlledShutdownResponse(_message.Message):
     error_message: str
     remaining_partitions: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartition]
     def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., remaining_partitions: _Optional[_Iterable[_Union[_common_pb2.TopicPartition, _Mapping]]] = ...) -> None: ...
+
+class CreateInternalTopicRequest(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch", "topic")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    topic: str
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class CreateInternalTopicResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "created")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    error_code: _common_pb2.ErrorCode
+    error_message: str
+    created: bool
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...

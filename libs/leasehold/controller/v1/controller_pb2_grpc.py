@@ -45,6 +45,11 @@ class ControllerServiceStub:
                 request_serializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.ControlledShutdownRequest.SerializeToString,
                 response_deserializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.ControlledShutdownResponse.FromString,
                 _registered_method=True)
+        self.CreateInternalTopic = channel.unary_unary(
+                '/leasehold.controller.v1.ControllerService/CreateInternalTopic',
+                request_serializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.CreateInternalTopicRequest.SerializeToString,
+                response_deserializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.CreateInternalTopicResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -65,6 +70,14 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateInternalTopic(self, request, context):
+        """CreateInternalTopic creates an internal topic (__consumer_offsets) the first time a broker
+        needs it, with the controller's configured partition count and replication factor.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -77,6 +90,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.ControlledShutdown,
                     request_deserializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.ControlledShutdownRequest.FromString,
                     response_serializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.ControlledShutdownResponse.SerializeToString,
+            ),
+            'CreateInternalTopic': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateInternalTopic,
+                    request_deserializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.CreateInternalTopicRequest.FromString,
+                    response_serializer=leasehold_dot_controller_dot_v1_dot_controller__pb2.CreateInternalTopicResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -134,6 +152,33 @@ class ControllerService:
             '/leasehold.controller.v1.ControllerService/ControlledShutdown',
             leasehold_dot_controller_dot_v1_dot_controller__pb2.ControlledShutdownRequest.SerializeToString,
             leasehold_dot_controller_dot_v1_dot_controller__pb2.ControlledShutdownResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateInternalTopic(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/leasehold.controller.v1.ControllerService/CreateInternalTopic',
+            leasehold_dot_controller_dot_v1_dot_controller__pb2.CreateInternalTopicRequest.SerializeToString,
+            leasehold_dot_controller_dot_v1_dot_controller__pb2.CreateInternalTopicResponse.FromString,
             options,
             channel_credentials,
             insecure,
