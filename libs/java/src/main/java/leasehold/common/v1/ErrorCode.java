@@ -73,6 +73,22 @@ public enum ErrorCode
    */
   ERROR_CODE_STALE_CONTROLLER_EPOCH(11),
   /**
+   * <code>ERROR_CODE_OFFSET_METADATA_TOO_LARGE = 12;</code>
+   */
+  ERROR_CODE_OFFSET_METADATA_TOO_LARGE(12),
+  /**
+   * <code>ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS = 14;</code>
+   */
+  ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS(14),
+  /**
+   * <code>ERROR_CODE_COORDINATOR_NOT_AVAILABLE = 15;</code>
+   */
+  ERROR_CODE_COORDINATOR_NOT_AVAILABLE(15),
+  /**
+   * <code>ERROR_CODE_NOT_COORDINATOR = 16;</code>
+   */
+  ERROR_CODE_NOT_COORDINATOR(16),
+  /**
    * <code>ERROR_CODE_INVALID_TOPIC_EXCEPTION = 17;</code>
    */
   ERROR_CODE_INVALID_TOPIC_EXCEPTION(17),
@@ -92,6 +108,18 @@ public enum ErrorCode
    * <code>ERROR_CODE_INVALID_REQUIRED_ACKS = 21;</code>
    */
   ERROR_CODE_INVALID_REQUIRED_ACKS(21),
+  /**
+   * <code>ERROR_CODE_ILLEGAL_GENERATION = 22;</code>
+   */
+  ERROR_CODE_ILLEGAL_GENERATION(22),
+  /**
+   * <code>ERROR_CODE_INVALID_GROUP_ID = 24;</code>
+   */
+  ERROR_CODE_INVALID_GROUP_ID(24),
+  /**
+   * <code>ERROR_CODE_UNKNOWN_MEMBER_ID = 25;</code>
+   */
+  ERROR_CODE_UNKNOWN_MEMBER_ID(25),
   /**
    * <code>ERROR_CODE_INVALID_TIMESTAMP = 32;</code>
    */
@@ -162,6 +190,14 @@ public enum ErrorCode
    */
   ERROR_CODE_REASSIGNMENT_IN_PROGRESS(60),
   /**
+   * <code>ERROR_CODE_NON_EMPTY_GROUP = 68;</code>
+   */
+  ERROR_CODE_NON_EMPTY_GROUP(68),
+  /**
+   * <code>ERROR_CODE_GROUP_ID_NOT_FOUND = 69;</code>
+   */
+  ERROR_CODE_GROUP_ID_NOT_FOUND(69),
+  /**
    * <code>ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND = 70;</code>
    */
   ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND(70),
@@ -189,6 +225,10 @@ public enum ErrorCode
    * <code>ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE = 80;</code>
    */
   ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE(80),
+  /**
+   * <code>ERROR_CODE_GROUP_MAX_SIZE_REACHED = 81;</code>
+   */
+  ERROR_CODE_GROUP_MAX_SIZE_REACHED(81),
   /**
    * <code>ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE = 83;</code>
    */
@@ -225,6 +265,22 @@ public enum ErrorCode
    * <code>ERROR_CODE_NEW_LEADER_ELECTED = 108;</code>
    */
   ERROR_CODE_NEW_LEADER_ELECTED(108),
+  /**
+   * <code>ERROR_CODE_FENCED_MEMBER_EPOCH = 110;</code>
+   */
+  ERROR_CODE_FENCED_MEMBER_EPOCH(110),
+  /**
+   * <code>ERROR_CODE_UNRELEASED_INSTANCE_ID = 111;</code>
+   */
+  ERROR_CODE_UNRELEASED_INSTANCE_ID(111),
+  /**
+   * <code>ERROR_CODE_UNSUPPORTED_ASSIGNOR = 112;</code>
+   */
+  ERROR_CODE_UNSUPPORTED_ASSIGNOR(112),
+  /**
+   * <code>ERROR_CODE_STALE_MEMBER_EPOCH = 113;</code>
+   */
+  ERROR_CODE_STALE_MEMBER_EPOCH(113),
   /**
    * <pre>
    * Leasehold-specific: the topic is queued for deletion; nothing else may change it.
@@ -324,6 +380,22 @@ public enum ErrorCode
    */
   public static final int ERROR_CODE_STALE_CONTROLLER_EPOCH_VALUE = 11;
   /**
+   * <code>ERROR_CODE_OFFSET_METADATA_TOO_LARGE = 12;</code>
+   */
+  public static final int ERROR_CODE_OFFSET_METADATA_TOO_LARGE_VALUE = 12;
+  /**
+   * <code>ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS = 14;</code>
+   */
+  public static final int ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS_VALUE = 14;
+  /**
+   * <code>ERROR_CODE_COORDINATOR_NOT_AVAILABLE = 15;</code>
+   */
+  public static final int ERROR_CODE_COORDINATOR_NOT_AVAILABLE_VALUE = 15;
+  /**
+   * <code>ERROR_CODE_NOT_COORDINATOR = 16;</code>
+   */
+  public static final int ERROR_CODE_NOT_COORDINATOR_VALUE = 16;
+  /**
    * <code>ERROR_CODE_INVALID_TOPIC_EXCEPTION = 17;</code>
    */
   public static final int ERROR_CODE_INVALID_TOPIC_EXCEPTION_VALUE = 17;
@@ -343,6 +415,18 @@ public enum ErrorCode
    * <code>ERROR_CODE_INVALID_REQUIRED_ACKS = 21;</code>
    */
   public static final int ERROR_CODE_INVALID_REQUIRED_ACKS_VALUE = 21;
+  /**
+   * <code>ERROR_CODE_ILLEGAL_GENERATION = 22;</code>
+   */
+  public static final int ERROR_CODE_ILLEGAL_GENERATION_VALUE = 22;
+  /**
+   * <code>ERROR_CODE_INVALID_GROUP_ID = 24;</code>
+   */
+  public static final int ERROR_CODE_INVALID_GROUP_ID_VALUE = 24;
+  /**
+   * <code>ERROR_CODE_UNKNOWN_MEMBER_ID = 25;</code>
+   */
+  public static final int ERROR_CODE_UNKNOWN_MEMBER_ID_VALUE = 25;
   /**
    * <code>ERROR_CODE_INVALID_TIMESTAMP = 32;</code>
    */
@@ -413,6 +497,14 @@ public enum ErrorCode
    */
   public static final int ERROR_CODE_REASSIGNMENT_IN_PROGRESS_VALUE = 60;
   /**
+   * <code>ERROR_CODE_NON_EMPTY_GROUP = 68;</code>
+   */
+  public static final int ERROR_CODE_NON_EMPTY_GROUP_VALUE = 68;
+  /**
+   * <code>ERROR_CODE_GROUP_ID_NOT_FOUND = 69;</code>
+   */
+  public static final int ERROR_CODE_GROUP_ID_NOT_FOUND_VALUE = 69;
+  /**
    * <code>ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND = 70;</code>
    */
   public static final int ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND_VALUE = 70;
@@ -440,6 +532,10 @@ public enum ErrorCode
    * <code>ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE = 80;</code>
    */
   public static final int ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE_VALUE = 80;
+  /**
+   * <code>ERROR_CODE_GROUP_MAX_SIZE_REACHED = 81;</code>
+   */
+  public static final int ERROR_CODE_GROUP_MAX_SIZE_REACHED_VALUE = 81;
   /**
    * <code>ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE = 83;</code>
    */
@@ -476,6 +572,22 @@ public enum ErrorCode
    * <code>ERROR_CODE_NEW_LEADER_ELECTED = 108;</code>
    */
   public static final int ERROR_CODE_NEW_LEADER_ELECTED_VALUE = 108;
+  /**
+   * <code>ERROR_CODE_FENCED_MEMBER_EPOCH = 110;</code>
+   */
+  public static final int ERROR_CODE_FENCED_MEMBER_EPOCH_VALUE = 110;
+  /**
+   * <code>ERROR_CODE_UNRELEASED_INSTANCE_ID = 111;</code>
+   */
+  public static final int ERROR_CODE_UNRELEASED_INSTANCE_ID_VALUE = 111;
+  /**
+   * <code>ERROR_CODE_UNSUPPORTED_ASSIGNOR = 112;</code>
+   */
+  public static final int ERROR_CODE_UNSUPPORTED_ASSIGNOR_VALUE = 112;
+  /**
+   * <code>ERROR_CODE_STALE_MEMBER_EPOCH = 113;</code>
+   */
+  public static final int ERROR_CODE_STALE_MEMBER_EPOCH_VALUE = 113;
   /**
    * <pre>
    * Leasehold-specific: the topic is queued for deletion; nothing else may change it.
@@ -547,11 +659,18 @@ public enum ErrorCode
       case 9: return ERROR_CODE_REPLICA_NOT_AVAILABLE;
       case 10: return ERROR_CODE_MESSAGE_TOO_LARGE;
       case 11: return ERROR_CODE_STALE_CONTROLLER_EPOCH;
+      case 12: return ERROR_CODE_OFFSET_METADATA_TOO_LARGE;
+      case 14: return ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS;
+      case 15: return ERROR_CODE_COORDINATOR_NOT_AVAILABLE;
+      case 16: return ERROR_CODE_NOT_COORDINATOR;
       case 17: return ERROR_CODE_INVALID_TOPIC_EXCEPTION;
       case 18: return ERROR_CODE_RECORD_LIST_TOO_LARGE;
       case 19: return ERROR_CODE_NOT_ENOUGH_REPLICAS;
       case 20: return ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
       case 21: return ERROR_CODE_INVALID_REQUIRED_ACKS;
+      case 22: return ERROR_CODE_ILLEGAL_GENERATION;
+      case 24: return ERROR_CODE_INVALID_GROUP_ID;
+      case 25: return ERROR_CODE_UNKNOWN_MEMBER_ID;
       case 32: return ERROR_CODE_INVALID_TIMESTAMP;
       case 36: return ERROR_CODE_TOPIC_ALREADY_EXISTS;
       case 37: return ERROR_CODE_INVALID_PARTITIONS;
@@ -566,6 +685,8 @@ public enum ErrorCode
       case 56: return ERROR_CODE_KAFKA_STORAGE_ERROR;
       case 59: return ERROR_CODE_UNKNOWN_PRODUCER_ID;
       case 60: return ERROR_CODE_REASSIGNMENT_IN_PROGRESS;
+      case 68: return ERROR_CODE_NON_EMPTY_GROUP;
+      case 69: return ERROR_CODE_GROUP_ID_NOT_FOUND;
       case 70: return ERROR_CODE_FETCH_SESSION_ID_NOT_FOUND;
       case 71: return ERROR_CODE_INVALID_FETCH_SESSION_EPOCH;
       case 73: return ERROR_CODE_TOPIC_DELETION_DISABLED;
@@ -573,6 +694,7 @@ public enum ErrorCode
       case 75: return ERROR_CODE_UNKNOWN_LEADER_EPOCH;
       case 77: return ERROR_CODE_STALE_BROKER_EPOCH;
       case 80: return ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE;
+      case 81: return ERROR_CODE_GROUP_MAX_SIZE_REACHED;
       case 83: return ERROR_CODE_ELIGIBLE_LEADERS_NOT_AVAILABLE;
       case 84: return ERROR_CODE_ELECTION_NOT_NEEDED;
       case 85: return ERROR_CODE_NO_REASSIGNMENT_IN_PROGRESS;
@@ -582,6 +704,10 @@ public enum ErrorCode
       case 103: return ERROR_CODE_INCONSISTENT_TOPIC_ID;
       case 107: return ERROR_CODE_INELIGIBLE_REPLICA;
       case 108: return ERROR_CODE_NEW_LEADER_ELECTED;
+      case 110: return ERROR_CODE_FENCED_MEMBER_EPOCH;
+      case 111: return ERROR_CODE_UNRELEASED_INSTANCE_ID;
+      case 112: return ERROR_CODE_UNSUPPORTED_ASSIGNOR;
+      case 113: return ERROR_CODE_STALE_MEMBER_EPOCH;
       case 1001: return ERROR_CODE_TOPIC_DELETION_IN_PROGRESS;
       case 1002: return ERROR_CODE_BROKER_SHUTTING_DOWN;
       case 1003: return ERROR_CODE_METADATA_DIGEST_MISMATCH;
