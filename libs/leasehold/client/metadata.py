@@ -62,11 +62,15 @@ class ClusterMetadata:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._lock = asyncio.Lock()
 
-    def stub_for(self, address: str) -> broker_pb2_grpc.BrokerServiceStub:
+    def channel_for(self, address: str) -> grpc.aio.Channel:
+        """The one channel to a broker's address (shared by every service the broker serves)."""
         ch = self._channels.get(address)
         if ch is None:
             ch = self._channels[address] = channel(address, self.tls)
-        return broker_pb2_grpc.BrokerServiceStub(ch)
+        return ch
+
+    def stub_for(self, address: str) -> broker_pb2_grpc.BrokerServiceStub:
+        return broker_pb2_grpc.BrokerServiceStub(self.channel_for(address))
 
     def stub(self, broker_id: int) -> broker_pb2_grpc.BrokerServiceStub:
         address = self.endpoints.get(broker_id)
