@@ -10,12 +10,14 @@ seconds; everything else is at defaults.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable, Sequence
 
 import pytest
-from cli_e2e_harness import running_cluster
+from cli_e2e_harness import cli, running_cluster
 
+from leasehold.cli.groups import DESCRIBE_COLUMNS
 from leasehold.client import AdminClient, GroupClient, GroupConsumer, Producer
 from leasehold.client.metadata import ClusterMetadata
 from leasehold.testing.cluster import ClusterSpec
@@ -182,6 +184,76 @@ def test_the_group_survives_its_coordinator():
             print(f"coordinator moved in {moved_s:.1f} s")
             await a.close()
             await b.close()
+            await admin.close()
+
+        asyncio.run(scenario())
+
+
+def test_consumer_groups_cli():
+    with running_cluster(SPEC) as cluster:
+
+        def run(*args: str):
+            return cli(cluster, "consumer-groups", *args)
+
+        async def scenario():
+            admin = AdminClient(cluster.admin_address)
+            created = await admin.create_topic(TOPIC, 2, 3, timeout_ms=20_000)
+            assert created.error_code == 0, created.error_message
+            producer = Producer(admin=cluster.admin_address, acks="all")
+            for i in range(10):
+                await producer.send(TOPIC, f"v{i}".encode(), partition=i % 2)
+            await producer.flush()
+            await producer.close()
+            a = member(cluster, "cli-member")
+            await a.start()
+            await until([a], lambda: len(a.assignment()) == 2, 30)
+            await a.commit({(TOPIC, 0): 2, (TOPIC, 1): 5})
+
+            described = await asyncio.to_thread(run, "--describe", "--group", "g")
+            assert described.exit_code == 0, described.output
+            header, *rows = described.output.splitlines()
+            assert header.split() == list(DESCRIBE_COLUMNS)
+            by_partition = {r.split()[2]: r.split() for r in rows}
+            assert by_partition["0"][3:6] == ["2", "5", "3"]  # CURRENT, LOG-END, LAG
+            assert by_partition["1"][3:6] == ["5", "5", "0"]
+            assert by_partition["0"][6] == a.member_id and by_partition["0"][8] == "cli-member"
+
+            busy = await asyncio.to_thread(run, "--reset-offsets", "--group", "g", "--all-topics",
+                                           "--to-earliest", "--execute")  # fmt: skip
+            assert busy.exit_code != 0 and "inactive" in busy.output
+            await a.close()  # leaves
+
+            listed = await asyncio.to_thread(run, "--list")
+            assert listed.output.split() == ["g"]
+
+            def reset(*how: str) -> dict[int, int]:
+                out = run("--reset-offsets", "--group", "g", "--topic", TOPIC, *how, "-o", "json")
+                assert out.exit_code == 0, out.output
+                return {r["PARTITION"]: r["NEW-OFFSET"] for r in json.loads(out.stdout)}
+
+            groups = GroupClient(ClusterMetadata(cluster.admin_address))
+
+            async def committed() -> dict[int, int]:
+                return {p: o.offset for (_, p), o in (await groups.committed("g")).items()}
+
+            assert await asyncio.to_thread(reset, "--to-earliest") == {0: 0, 1: 0}
+            assert await committed() == {0: 2, 1: 5}  # a dry run changes nothing
+            assert await asyncio.to_thread(reset, "--to-earliest", "--execute") == {0: 0, 1: 0}
+            assert await committed() == {0: 0, 1: 0}
+            assert await asyncio.to_thread(reset, "--shift-by", "3", "--execute") == {0: 3, 1: 3}
+            assert await asyncio.to_thread(reset, "--shift-by", "-9", "--execute") == {0: 0, 1: 0}
+            assert await asyncio.to_thread(reset, "--to-latest", "--execute") == {0: 5, 1: 5}
+            assert await asyncio.to_thread(reset, "--to-datetime", "2000-01-01T00:00:00.000",
+                                           "--execute") == {0: 0, 1: 0}  # fmt: skip
+            assert await committed() == {0: 0, 1: 0}
+
+            deleted = await asyncio.to_thread(run, "--delete", "--group", "g")
+            assert deleted.exit_code == 0, deleted.output
+            assert "Deletion of requested consumer groups ('g') was successful." in deleted.output
+            assert await committed() == {}
+            gone = await asyncio.to_thread(run, "--describe", "--group", "g")
+            assert gone.exit_code == 3 and "does not exist" in gone.output
+            await groups.metadata.close()
             await admin.close()
 
         asyncio.run(scenario())

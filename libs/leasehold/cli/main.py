@@ -1,5 +1,5 @@
 """``leasehold``: the operator's command line (kafka-topics, kafka-reassign-partitions,
-kafka-leader-election and console producer/consumer equivalents).
+kafka-leader-election, kafka-consumer-groups and console producer/consumer equivalents).
 
 The top-level group is built by :func:`build_cli`; each module named in :data:`COMMAND_MODULES`
 contributes its commands through a ``register(group)`` function. Adding a command family (e.g.
@@ -52,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "leasehold.cli.cluster",
     "leasehold.cli.produce",
     "leasehold.cli.consume",
+    "leasehold.cli.groups",
     "services.pipeline.cli",
 )
 
