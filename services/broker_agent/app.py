@@ -31,6 +31,7 @@ from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.follower.leader_endpoint import LeaderEndpoint
 from services.broker_agent.group.coordinator import GroupCoordinator, create_request
+from services.broker_agent.group.metrics import GroupMetrics
 from services.broker_agent.group.model import GroupConfig
 from services.broker_agent.group.servicer import SERVICE_NAME as GROUP_SERVICE_NAME
 from services.broker_agent.group.servicer import GroupServicer
@@ -139,6 +140,7 @@ class BrokerAgent:
             ),
             create_topic=self._create_offsets_topic,
         )
+        self.group_metrics = GroupMetrics(self.metrics.registry)
         self.replicas.on_leader_and_isr.append(self.groups.leader_and_isr_applied)
         self.replicas.on_stop_replica.append(self.groups.stop_replica_applied)
         self.registration: Registration | None = None
@@ -265,6 +267,7 @@ class BrokerAgent:
                 ),
                 "metrics",
             )
+            self._every(1000, self._group_metrics, "group-metrics")
 
     def _on_epoch(self, epoch: int) -> None:
         self.replicas.broker_epoch = epoch
@@ -282,6 +285,13 @@ class BrokerAgent:
                     log.exception("periodic task %s failed", name)
 
         self._spawn(loop(), name)
+
+    async def _group_metrics(self) -> None:
+        self.group_metrics.observe(self.groups.groups(), self._high_watermark)
+
+    def _high_watermark(self, tp: tuple[str, int]) -> int | None:
+        partition = self.replicas.partition(TopicPartition(*tp))
+        return None if partition is None or partition.log is None else partition.log.high_watermark
 
     async def _checkpoint(self) -> None:
         await asyncio.to_thread(self.replicas.checkpoint)

@@ -10,12 +10,15 @@ seconds; everything else is at defaults.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 
 import pytest
 from cli_e2e_harness import cli, running_cluster
+from prometheus_client.parser import text_string_to_metric_families
 
 from leasehold.cli.groups import DESCRIBE_COLUMNS
 from leasehold.client import AdminClient, GroupClient, GroupConsumer, Producer
@@ -189,8 +192,20 @@ def test_the_group_survives_its_coordinator():
         asyncio.run(scenario())
 
 
+def lag_samples(proc) -> dict[tuple[str, str], float]:
+    """``{(metric, partition): value}`` of group ``g`` from a broker's /metrics."""
+    with urllib.request.urlopen(proc.metrics_url, timeout=5) as resp:
+        text = resp.read().decode()
+    return {
+        (s.name, s.labels.get("partition", "")): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith("kafka_consumergroup_") and s.labels.get("consumergroup") == "g"
+    }
+
+
 def test_consumer_groups_cli():
-    with running_cluster(SPEC) as cluster:
+    with running_cluster(dataclasses.replace(SPEC, metrics=True)) as cluster:
 
         def run(*args: str):
             return cli(cluster, "consumer-groups", *args)
@@ -217,6 +232,19 @@ def test_consumer_groups_cli():
             assert by_partition["0"][3:6] == ["2", "5", "3"]  # CURRENT, LOG-END, LAG
             assert by_partition["1"][3:6] == ["5", "5", "0"]
             assert by_partition["0"][6] == a.member_id and by_partition["0"][8] == "cli-member"
+
+            # the coordinator's lag metrics, with kafka_exporter's names
+            coordinator = cluster.brokers[(await a.groups.describe("g")).coordinator_id]
+            deadline = time.monotonic() + 10
+            while (found := await asyncio.to_thread(lag_samples, coordinator)).get(
+                ("kafka_consumergroup_lag", "0")
+            ) != 3:
+                assert time.monotonic() < deadline, found
+                await asyncio.sleep(0.3)
+            assert found[("kafka_consumergroup_current_offset", "0")] == 2
+            assert found[("kafka_consumergroup_lag", "1")] == 0
+            assert found[("kafka_consumergroup_lag_sum", "")] == 3
+            assert found[("kafka_consumergroup_members", "")] == 1
 
             busy = await asyncio.to_thread(run, "--reset-offsets", "--group", "g", "--all-topics",
                                            "--to-earliest", "--execute")  # fmt: skip
