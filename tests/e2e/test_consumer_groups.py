@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from leasehold.cli.groups import DESCRIBE_COLUMNS
 from leasehold.client import AdminClient, GroupClient, GroupConsumer, Producer
 from leasehold.client.metadata import ClusterMetadata
+from leasehold.errors import LeaseholdError
 from leasehold.testing.cluster import ClusterSpec
 
 pytestmark = pytest.mark.e2e
@@ -253,6 +254,18 @@ def test_consumer_groups_cli():
 
             listed = await asyncio.to_thread(run, "--list")
             assert listed.output.split() == ["g"]
+
+            # __consumer_offsets is the coordinators' alone
+            internal = "__consumer_offsets"
+            for args in (("topics", "delete", internal),
+                         ("topics", "create", internal, "--partitions", "1"),
+                         ("topics", "alter", internal, "--partitions", "99")):  # fmt: skip
+                refused = await asyncio.to_thread(cli, cluster, *args)
+                assert refused.exit_code == 2 and "internal topic" in refused.output, args
+            producer = Producer(admin=cluster.admin_address, acks="all")
+            with pytest.raises(LeaseholdError, match="internal topic"):
+                await producer.send_and_wait("__consumer_offsets", b"x", partition=0)
+            await producer.close()
 
             def reset(*how: str) -> dict[int, int]:
                 out = run("--reset-offsets", "--group", "g", "--topic", TOPIC, *how, "-o", "json")

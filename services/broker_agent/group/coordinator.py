@@ -15,14 +15,14 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from leasehold.common.v1 import common_pb2 as c
 from leasehold.controller.v1 import controller_pb2
 from leasehold.errors import LeaseholdError
 from services.broker_agent.group import heartbeat as hb
 from services.broker_agent.group import offsets
-from services.broker_agent.group.errors import group_error, invalid
+from services.broker_agent.group.errors import MAX_ID_LENGTH, check_id, group_error, invalid
 from services.broker_agent.group.group import ConsumerGroup
 from services.broker_agent.group.model import (
     OFFSETS_TOPIC,
@@ -183,6 +183,7 @@ class GroupCoordinator:
     def shard_for(self, group_id: str) -> Shard:
         if not group_id:
             raise invalid("GroupId can't be empty.", "group_id")
+        check_id(group_id, "group_id")
         count = self.offsets_partitions()
         shard = self.shards.get(partition_for(group_id, count)) if count else None
         if shard is None:
@@ -201,9 +202,12 @@ class GroupCoordinator:
             self._ensure_topic()
         out = []
         for group_id in group_ids:
-            if not group_id:
-                out.append(CoordinatorAnswer(group_id, error=c.ERROR_CODE_INVALID_GROUP_ID,
-                                             message="GroupId can't be empty."))  # fmt: skip
+            if not group_id or len(group_id) > MAX_ID_LENGTH:
+                why = f"GroupId must have 1 to {MAX_ID_LENGTH} characters."
+                bad = CoordinatorAnswer(
+                    group_id[:MAX_ID_LENGTH], error=c.ERROR_CODE_INVALID_GROUP_ID
+                )
+                out.append(replace(bad, message=why))
                 continue
             if count is None:
                 out.append(self._not_available(group_id, f"{OFFSETS_TOPIC} is being created"))

@@ -16,3 +16,12 @@ def group_error(code: int, message: str) -> LeaseholdError:
 
 def invalid(message: str, field: str = "") -> LeaseholdError:
     return InvalidRequestError(c.ERROR_CODE_INVALID_REQUEST, message, field=field)
+
+
+# Ids a client chooses (group, member, instance, rack) are kept in memory and in records: bounded.
+MAX_ID_LENGTH = 255
+
+
+def check_id(value: str | None, field: str) -> None:
+    if value is not None and len(value) > MAX_ID_LENGTH:
+        raise invalid(f"{field} is longer than {MAX_ID_LENGTH} characters.", field)

@@ -25,8 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from leasehold.common.v1 import common_pb2 as c
+from leasehold.validation import topic_name_problem
 from services.broker_agent.group.assignors import ASSIGNORS, MemberSubscription
-from services.broker_agent.group.errors import group_error, invalid
+from services.broker_agent.group.errors import check_id, group_error, invalid
 from services.broker_agent.group.group import ConsumerGroup
 from services.broker_agent.group.model import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -85,6 +86,13 @@ class Context:
 def _validate(req: HeartbeatRequest, config: GroupConfig) -> None:
     if not req.group_id:
         raise invalid("GroupId can't be empty.", "group_id")
+    for value, field in (
+        (req.group_id, "group_id"),
+        (req.member_id, "member_id"),
+        (req.instance_id, "instance_id"),
+        (req.rack_id, "rack_id"),
+    ):
+        check_id(value, field)
     epoch = req.member_epoch
     if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise invalid(f"MemberEpoch {epoch} is invalid.", "member_epoch")
@@ -105,8 +113,10 @@ def _validate(req: HeartbeatRequest, config: GroupConfig) -> None:
             f"ServerAssignor {req.server_assignor[:64]} is not supported. Supported assignors: "
             f"{', '.join(config.assignors)}.",
         )
-    if req.subscribed_topics is not None and any(not t for t in req.subscribed_topics):
-        raise invalid("SubscribedTopicNames must not contain empty names.", "subscription")
+    for topic in req.subscribed_topics or ():
+        problem = topic_name_problem(topic)
+        if problem is not None:
+            raise invalid(f"SubscribedTopicNames: {problem}.", "subscription")
 
 
 def _check_epoch(member: Member, req: HeartbeatRequest) -> None:

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from leasehold.common.v1 import common_pb2 as c
-from services.broker_agent.group.errors import group_error, invalid
+from leasehold.validation import topic_name_problem
+from services.broker_agent.group.errors import check_id, group_error, invalid
 from services.broker_agent.group.group import ConsumerGroup
 from services.broker_agent.group.model import TP, CommittedOffset, GroupConfig
 from services.broker_agent.group.records import OffsetRecord
@@ -48,6 +49,8 @@ def commit(
     """The records to write and one outcome per item, in request order."""
     if not group_id:
         raise invalid("GroupId can't be empty.", "group_id")
+    check_id(group_id, "group_id")
+    check_id(member_id, "member_id")
     from_outside = member_epoch < 0 and not member_id
     if group is None or group.is_empty:
         if not from_outside:
@@ -72,7 +75,7 @@ def commit(
     outcomes: list[CommitOutcome] = []
     for item in items:
         topic, partition = item.tp
-        if not topic or partition < 0:
+        if partition < 0 or topic_name_problem(topic) is not None:
             outcomes.append(
                 CommitOutcome(item.tp, c.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, "no such partition")
             )

@@ -242,3 +242,36 @@ def test_delete_only_an_empty_group_and_its_offsets_go():
     h.beat(r.member_id, -1)
     h.apply(hb.delete_group(h.group))
     assert h.group.is_dead
+
+
+@pytest.mark.parametrize(
+    ("kw", "field"),
+    [
+        ({"member_id": "m" * 256}, "member_id"),
+        ({"instance_id": "i" * 256}, "instance_id"),
+        ({"rack_id": "r" * 256}, "rack_id"),
+        ({"topics": ("bad topic",)}, "subscription"),
+        ({"topics": ("t" * 100_000,)}, "subscription"),
+    ],
+)
+def test_unbounded_or_illegal_input_is_refused_and_changes_nothing(kw, field):
+    h = Harness()
+    h.beat()
+    before = dict(h.group.members)
+    with pytest.raises(LeaseholdError) as e:
+        h.beat(**kw)
+    assert code_of(e) == c.ERROR_CODE_INVALID_REQUEST and e.value.field == field
+    assert len(e.value.message) < 400  # never an echo of unbounded input
+    assert h.group.members == before
+
+
+def test_commit_of_an_illegal_topic_fails_that_partition_only():
+    records, out = offsets.commit(
+        None, "g", "", -1,
+        [offsets.CommitItem(("bad/topic", 0), 1), offsets.CommitItem(("t", 0), 1)],
+        GroupConfig(), 1,
+    )  # fmt: skip
+    assert [o.error for o in out] == [c.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, c.ERROR_CODE_NONE]
+    assert len(records) == 1
+    with pytest.raises(LeaseholdError):
+        offsets.commit(None, "g" * 256, "", -1, [], GroupConfig(), 1)
