@@ -48,6 +48,9 @@ type runner struct {
 	conns    map[string]*grpc.ClientConn
 	brokers  map[int32]string
 	leaders  map[int32]leader
+	// The consumer group steps (group.go): the group's coordinator and the member.
+	coordinator string
+	member      member
 }
 
 // --- plumbing ---------------------------------------------------------------------------------
@@ -460,6 +463,8 @@ func (r *runner) runStep(step obj) string {
 		"health": r.health, "reflection_list": r.reflectionList, "describe_cluster": r.describeCluster,
 		"create_topics": r.createTopics, "delete_topics": r.deleteTopics, "describe_topics": r.describeTopics,
 		"find_leaders": r.findLeaders, "produce": r.produce, "fetch": r.fetch,
+		"find_coordinator": r.findCoordinator, "group_heartbeat": r.groupHeartbeat,
+		"offset_commit": r.offsetCommit, "offset_fetch": r.offsetFetch,
 	}
 	op, ok := ops[step["op"].(string)]
 	if !ok {

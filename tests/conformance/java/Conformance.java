@@ -49,6 +49,17 @@ import leasehold.broker.v1.Record;
 import leasehold.broker.v1.RecordFormat;
 import leasehold.broker.v1.TopicProduceData;
 import leasehold.common.v1.ErrorCode;
+import leasehold.group.v1.Assignment;
+import leasehold.group.v1.ConsumerGroupHeartbeatRequest;
+import leasehold.group.v1.FindCoordinatorRequest;
+import leasehold.group.v1.GroupServiceGrpc;
+import leasehold.group.v1.OffsetCommitPartition;
+import leasehold.group.v1.OffsetCommitRequest;
+import leasehold.group.v1.OffsetCommitTopic;
+import leasehold.group.v1.OffsetFetchRequest;
+import leasehold.group.v1.OffsetFetchTopic;
+import leasehold.group.v1.Subscription;
+import leasehold.group.v1.TopicPartitions;
 
 public final class Conformance {
   private static final long DEADLINE_S = 60;
@@ -62,6 +73,11 @@ public final class Conformance {
   private final Map<String, ManagedChannel> channels = new HashMap<>();
   private final Map<Integer, String> brokers = new HashMap<>();
   private final Map<Integer, Leader> leaders = new HashMap<>();
+  // The consumer group steps: the group's coordinator and what the last heartbeat gave.
+  private String coordinator = "";
+  private String memberId = "";
+  private int memberEpoch = 0;
+  private List<TopicPartitions> owned = List.of();
 
   Conformance(Map<String, Object> scenario, String topic, String admin, ChannelCredentials creds) {
     this.scenario = scenario;
@@ -381,6 +397,73 @@ public final class Conformance {
     return Map.of("error", errorName(p.getErrorCode()), "records", records);
   }
 
+  GroupServiceGrpc.GroupServiceBlockingStub groupStub(String address) {
+    if (address.isEmpty()) {
+      throw new IllegalStateException("no coordinator known");
+    }
+    return GroupServiceGrpc.newBlockingStub(channel(address)).withDeadlineAfter(DEADLINE_S, TimeUnit.SECONDS);
+  }
+
+  Map<String, Object> findCoordinator(Map<String, Object> step) {
+    int first = brokers.keySet().stream().min(Integer::compare).orElseThrow();
+    var reply = groupStub(brokers.get(first)).findCoordinator(
+        FindCoordinatorRequest.newBuilder().addGroupIds((String) step.get("group")).build());
+    var c = reply.getCoordinators(0);
+    if (c.getErrorCode() == ErrorCode.ERROR_CODE_NONE) {
+      coordinator = c.getHost() + ":" + c.getPort();
+    }
+    return Map.of("error", errorName(c.getErrorCode()));
+  }
+
+  Map<String, Object> groupHeartbeat(Map<String, Object> step) {
+    var request = ConsumerGroupHeartbeatRequest.newBuilder()
+        .setGroupId((String) step.get("group"))
+        .setMemberId(memberId)
+        .setMemberEpoch(memberEpoch);
+    if (Boolean.TRUE.equals(step.get("leave"))) {
+      request.setMemberEpoch(-1);
+    } else if (memberEpoch == 0) {
+      request.setSubscription(Subscription.newBuilder().addTopicNames((String) step.get("topic")));
+      request.setOwned(Assignment.getDefaultInstance());
+    } else {
+      request.setOwned(Assignment.newBuilder().addAllTopicPartitions(owned));
+    }
+    var reply = groupStub(coordinator).consumerGroupHeartbeat(request.build());
+    if (reply.hasAssignment()) {
+      owned = reply.getAssignment().getTopicPartitionsList();
+    }
+    memberId = reply.getMemberId();
+    memberEpoch = Math.max(reply.getMemberEpoch(), 0);
+    int assigned = owned.stream().mapToInt(TopicPartitions::getPartitionsCount).sum();
+    return Map.of("assigned", assigned, "member_epoch", reply.getMemberEpoch());
+  }
+
+  Map<String, Object> offsetCommit(Map<String, Object> step) {
+    Object wanted = step.get("member_epoch");
+    int epoch = "current".equals(wanted) ? memberEpoch : num(wanted);
+    var partition = OffsetCommitPartition.newBuilder()
+        .setPartition(num(step.get("partition")))
+        .setCommittedOffset(num(step.get("offset")));
+    var reply = groupStub(coordinator).offsetCommit(OffsetCommitRequest.newBuilder()
+        .setGroupId((String) step.get("group"))
+        .setMemberId(memberId)
+        .setMemberEpoch(epoch)
+        .addTopics(OffsetCommitTopic.newBuilder().setTopic((String) step.get("topic")).addPartitions(partition))
+        .build());
+    return Map.of("error", errorName(reply.getTopics(0).getPartitions(0).getErrorCode()));
+  }
+
+  Map<String, Object> offsetFetch(Map<String, Object> step) {
+    var reply = groupStub(coordinator).offsetFetch(OffsetFetchRequest.newBuilder()
+        .setGroupId((String) step.get("group"))
+        .addTopics(OffsetFetchTopic.newBuilder()
+            .setTopic((String) step.get("topic"))
+            .addPartitions(num(step.get("partition"))))
+        .build());
+    var p = reply.getTopics(0).getPartitions(0);
+    return Map.of("error", errorName(p.getErrorCode()), "offset", p.getCommittedOffset());
+  }
+
   // --- expectations --------------------------------------------------------------------------
 
   @SuppressWarnings("unchecked")
@@ -429,6 +512,10 @@ public final class Conformance {
       case "find_leaders" -> findLeaders(step);
       case "produce" -> produce(step);
       case "fetch" -> fetch(step);
+      case "find_coordinator" -> findCoordinator(step);
+      case "group_heartbeat" -> groupHeartbeat(step);
+      case "offset_commit" -> offsetCommit(step);
+      case "offset_fetch" -> offsetFetch(step);
       default -> throw new IllegalArgumentException("unknown op " + step.get("op"));
     };
   }

@@ -30,6 +30,7 @@ from leasehold.client.errors import details_of
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from leasehold.errors import LeaseholdError
+from leasehold.group.v1 import group_pb2, group_pb2_grpc
 
 Outcome = dict[str, Any]
 
@@ -63,6 +64,8 @@ class Runner:
         self.leaders: dict[
             int, tuple[int, int, list[int]]
         ] = {}  # partition -> leader, epoch, replicas
+        self.coordinator = ""
+        self.member: tuple[str, int, list[group_pb2.TopicPartitions]] = ("", 0, [])
         self.admin = AdminClient(admin, tls=tls)
         self.admin_channel = channel(admin, tls)
         self.admin_stub = admin_pb2_grpc.AdminServiceStub(self.admin_channel)
@@ -220,6 +223,70 @@ class Runner:
                 record["value"] = b64(r.value)
             records.append(record)
         return {"error": error_name(p.error_code), "records": records}
+
+    async def _group_call(self, address: str, method: str, request):
+        async with channel(address, self.tls) as ch:
+            return await getattr(group_pb2_grpc.GroupServiceStub(ch), method)(request, timeout=20)
+
+    async def find_coordinator(self, step: dict) -> Outcome:
+        request = group_pb2.FindCoordinatorRequest(group_ids=[step["group"]])
+        reply = await self._group_call(self.brokers[min(self.brokers)], "FindCoordinator", request)
+        (c,) = reply.coordinators
+        if c.error_code == common_pb2.ERROR_CODE_NONE:
+            self.coordinator = f"{c.host}:{c.port}"
+        return {"error": error_name(c.error_code)}
+
+    async def group_heartbeat(self, step: dict) -> Outcome:
+        member_id, epoch, owned = self.member
+        request = group_pb2.ConsumerGroupHeartbeatRequest(
+            group_id=step["group"], member_id=member_id, member_epoch=epoch
+        )
+        if step.get("leave"):
+            request.member_epoch = -1
+        elif epoch == 0:
+            request.subscription.topic_names.append(step["topic"])
+            request.owned.SetInParent()
+        else:
+            request.owned.topic_partitions.extend(owned)
+        reply = await self._group_call(self.coordinator, "ConsumerGroupHeartbeat", request)
+        if reply.HasField("assignment"):
+            owned = list(reply.assignment.topic_partitions)
+        self.member = (reply.member_id, max(reply.member_epoch, 0), owned)
+        assigned = sum(len(t.partitions) for t in owned)
+        return {"assigned": assigned, "member_epoch": reply.member_epoch}
+
+    async def offset_commit(self, step: dict) -> Outcome:
+        member_id, epoch, _ = self.member
+        if step["member_epoch"] != "current":
+            epoch = step["member_epoch"]
+        request = group_pb2.OffsetCommitRequest(
+            group_id=step["group"],
+            member_id=member_id,
+            member_epoch=epoch,
+            topics=[
+                group_pb2.OffsetCommitTopic(
+                    topic=step["topic"],
+                    partitions=[
+                        group_pb2.OffsetCommitPartition(
+                            partition=step["partition"], committed_offset=step["offset"]
+                        )
+                    ],
+                )
+            ],
+        )
+        reply = await self._group_call(self.coordinator, "OffsetCommit", request)
+        return {"error": error_name(reply.topics[0].partitions[0].error_code)}
+
+    async def offset_fetch(self, step: dict) -> Outcome:
+        request = group_pb2.OffsetFetchRequest(
+            group_id=step["group"],
+            topics=[
+                group_pb2.OffsetFetchTopic(topic=step["topic"], partitions=[step["partition"]])
+            ],
+        )
+        reply = await self._group_call(self.coordinator, "OffsetFetch", request)
+        p = reply.topics[0].partitions[0]
+        return {"error": error_name(p.error_code), "offset": p.committed_offset}
 
     # --- expectations ---------------------------------------------------------------------------
 

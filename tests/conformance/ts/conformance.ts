@@ -9,6 +9,7 @@ import {
   broker,
   common,
   errorDetails,
+  group,
   health,
   reflectionV1,
   reflectionV1alpha,
@@ -71,6 +72,9 @@ class Runner {
   private clients = new Map<string, any>();
   private brokers = new Map<number, string>();
   private leaders = new Map<number, Leader>();
+  // The consumer group steps: the group's coordinator and what the last heartbeat gave.
+  private coordinator = "";
+  private member = { id: "", epoch: 0, owned: [] as group.TopicPartitions[] };
 
   constructor(private scenario: Obj, private topic: string, private adminAddress: string) {}
 
@@ -227,6 +231,77 @@ class Runner {
       return got;
     });
     return { error: errorName(p.errorCode), records };
+  }
+
+  private groupClient(): group.GroupServiceClient {
+    if (!this.coordinator) throw new Error("no coordinator known");
+    return this.client(group.GroupServiceClient, this.coordinator);
+  }
+
+  async find_coordinator(step: Obj): Promise<Obj> {
+    const first = Math.min(...this.brokers.keys());
+    const client = this.client(group.GroupServiceClient, this.brokers.get(first)!);
+    const reply = await unary<group.FindCoordinatorRequest, group.FindCoordinatorResponse>(client, "findCoordinator", {
+      groupIds: [step.group],
+    });
+    const c = reply.coordinators[0];
+    if (c.errorCode === common.ErrorCode.ERROR_CODE_NONE) this.coordinator = `${c.host}:${c.port}`;
+    return { error: errorName(c.errorCode) };
+  }
+
+  async group_heartbeat(step: Obj): Promise<Obj> {
+    const request = group.ConsumerGroupHeartbeatRequest.fromPartial({
+      groupId: step.group,
+      memberId: this.member.id,
+      memberEpoch: this.member.epoch,
+    });
+    if (step.leave) {
+      request.memberEpoch = -1;
+    } else if (this.member.epoch === 0) {
+      request.subscription = { topicNames: [step.topic] };
+      request.owned = { topicPartitions: [] };
+    } else {
+      request.owned = { topicPartitions: this.member.owned };
+    }
+    const reply = await unary<group.ConsumerGroupHeartbeatRequest, group.ConsumerGroupHeartbeatResponse>(
+      this.groupClient(),
+      "consumerGroupHeartbeat",
+      request,
+    );
+    if (reply.assignment) this.member.owned = reply.assignment.topicPartitions;
+    this.member.id = reply.memberId;
+    this.member.epoch = Math.max(reply.memberEpoch, 0);
+    const assigned = this.member.owned.reduce((n, t) => n + t.partitions.length, 0);
+    return { assigned, member_epoch: reply.memberEpoch };
+  }
+
+  async offset_commit(step: Obj): Promise<Obj> {
+    const request = group.OffsetCommitRequest.fromPartial({
+      groupId: step.group,
+      memberId: this.member.id,
+      memberEpoch: step.member_epoch === "current" ? this.member.epoch : step.member_epoch,
+      topics: [{ topic: step.topic, partitions: [{ partition: step.partition, committedOffset: step.offset }] }],
+    });
+    const reply = await unary<group.OffsetCommitRequest, group.OffsetCommitResponse>(
+      this.groupClient(),
+      "offsetCommit",
+      request,
+    );
+    return { error: errorName(reply.topics[0].partitions[0].errorCode) };
+  }
+
+  async offset_fetch(step: Obj): Promise<Obj> {
+    const request = group.OffsetFetchRequest.fromPartial({
+      groupId: step.group,
+      topics: [{ topic: step.topic, partitions: [step.partition] }],
+    });
+    const reply = await unary<group.OffsetFetchRequest, group.OffsetFetchResponse>(
+      this.groupClient(),
+      "offsetFetch",
+      request,
+    );
+    const p = reply.topics[0].partitions[0];
+    return { error: errorName(p.errorCode), offset: p.committedOffset };
   }
 
   // --- expectations ---------------------------------------------------------------------------
