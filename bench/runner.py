@@ -47,6 +47,7 @@ SUITES: tuple[SuiteEntry, ...] = (
     SuiteEntry("topic_creation", "bench.topic_creation"),
     SuiteEntry("produce", "bench.produce"),
     SuiteEntry("throughput", "bench.throughput"),
+    SuiteEntry("consumer_groups", "bench.consumer_groups"),
     SuiteEntry("pipeline_plan", "bench.pipeline_plan", optional=True),
 )
 

@@ -48,6 +48,7 @@ class GroupConsumer:
         group_id: str,
         topics: Sequence[str],
         *,
+        metadata: ClusterMetadata | None = None,
         admin: str | None = None,
         bootstrap: Sequence[str] = (),
         tls: TlsConfig | None = None,
@@ -72,7 +73,9 @@ class GroupConsumer:
         self.server_assignor = server_assignor
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.client_id = client_id
-        self.metadata = ClusterMetadata(admin, bootstrap=bootstrap, tls=tls)
+        # A shared ``metadata`` (many members in one process) stays open on close.
+        self._own_metadata = metadata is None
+        self.metadata = metadata or ClusterMetadata(admin, bootstrap=bootstrap, tls=tls)
         self.consumer = Consumer(
             self.metadata, max_wait_ms=max_wait_ms, request_timeout_ms=request_timeout_ms
         )
@@ -274,4 +277,5 @@ class GroupConsumer:
                     log.info("leaving %s failed: %s", self.group_id, e)
         finally:
             await self.consumer.close()
-            await self.metadata.close()
+            if self._own_metadata:
+                await self.metadata.close()
