@@ -149,7 +149,7 @@ async def run(ctx: RunContext) -> list[Result]:
     size = f"{k.members} members x {k.partitions} partitions"
     rebalance = Result(
         f"consumer group rebalance, {size}, broker defaults (session 45 s, heartbeat 5 s)",
-        (Column("ms", "ms", ",.0f"),),
+        (Column("ms", "ms", ",.1f"),),
         (
             Row("heartbeat round trip, settled member (median)", {"ms": rtt_ms}),
             Row("first settle, all members joining at once", {"ms": settle_s * 1000}),

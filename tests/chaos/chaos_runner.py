@@ -23,6 +23,7 @@ import chaos_checks as checks
 from chaos_cluster import ClusterProbe
 from chaos_evidence import EtcdHistory, replay_etcd
 from chaos_faults import Faulter
+from chaos_group import GroupReaders, check_group_consumed, check_group_resume, group_summary
 from chaos_report import leadership_checks, replica_check, workload_summary, writes_resumed
 from chaos_schedule import SEED_ENV, FaultKind, ScheduleSpec, build_schedule, schedule_length_s
 from chaos_workload import Workload, WorkloadSpec, read_all
@@ -36,7 +37,12 @@ from leasehold.testing.cluster import ClusterSpec, LocalCluster
 TOPIC = "chaos"
 # Followers that stop fetching leave the ISR after 4 s instead of Kafka's 30 s default, so ISR
 # shrink and expansion happen within the run.
-CLUSTER_ENV = {"LEASEHOLD_REPLICA_LAG_TIME_MAX_MS": "4000"}
+# __consumer_offsets gets 5 partitions instead of 50: the group's coordinator still moves with
+# the faults, at a tenth of the replicas to keep in sync.
+CLUSTER_ENV = {
+    "LEASEHOLD_REPLICA_LAG_TIME_MAX_MS": "4000",
+    "LEASEHOLD_OFFSETS_TOPIC_NUM_PARTITIONS": "5",
+}
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class ChaosConfig:
     settle_s: float = 3.0  # workload keeps running after recovery, to show writes resume
     in_sync_bound_s: float = 45.0
     final_read_s: float = 45.0
+    group_members: int = 2  # a consumer group reading the topic through the faults
+    group_catch_up_s: float = 45.0
 
 
 @dataclass
@@ -99,6 +107,9 @@ class ChaosRun:
         self._t0 = time.monotonic()
         self.workload: Workload | None = None
         self.final: dict[int, list[tuple[int, str]]] | None = None
+        self.ends: dict[int, int] = {}
+        self.group: GroupReaders | None = None
+        self.group_caught_up = False
         self.history: EtcdHistory | None = None
         self.recovered_at: float | None = None
         self.in_sync = False
@@ -173,8 +184,16 @@ class ChaosRun:
                 {b: p.address for b, p in self.cluster.brokers.items()},
                 self.clock,
             )
-            self.at(f"workload started ({c.producers} producers, acks=all, 1 live consumer)")
+            self.at(
+                f"workload started ({c.producers} producers, acks=all, 1 live consumer, "
+                f"a consumer group of {c.group_members})"
+            )
             self.workload.start()
+            if c.group_members:
+                self.group = GroupReaders(
+                    self.cluster.admin_address, TOPIC, c.partitions, c.group_members, self.clock
+                )
+                self.group.start()
             await self._faults(Faulter(self.cluster, etcd, TOPIC, self.clock, self.say))
             await self._recover(probe)
             self.at("stopping producers (every record in flight is acknowledged or fails)")
@@ -191,6 +210,7 @@ class ChaosRun:
             self.at("replicas in sync" if self.in_sync else f"replicas NOT in sync: {lagging}")
             await self.workload.stop_readers()
             await self._final_read()
+            await self._group_end()
             await self._zombie_probe(probe)
             # SIGKILL, not SIGTERM: a controlled shutdown would move leaders after the replay
             # (and the last broker's would wait out its timeout). Acknowledged data is flushed.
@@ -265,15 +285,33 @@ class ChaosRun:
             )
         )
 
+    async def _group_end(self) -> None:
+        if self.group is None or self.workload is None:
+            return
+        c = self.config
+        acked = [a.rid for a in self.workload.log.acks]
+        self.group_caught_up = await self.group.catch_up(acked, c.group_catch_up_s)
+        self.at("group caught up" if self.group_caught_up else "group did NOT catch up")
+        try:
+            await self.group.stop_and_resume(30.0)
+        except Exception as e:
+            self.fail("group resumes at the last commit", f"stopping or resuming failed: {e!r}")
+            self.group = None
+            return
+        self.at(
+            f"group stopped; commits {self.group.committed}, resumed at {self.group.resumed_at}"
+        )
+
     async def _final_read(self) -> None:
         c = self.config
         try:
-            self.final, _ = await read_all(
+            self.final, bounds = await read_all(
                 self.cluster.admin_address, TOPIC, c.partitions, c.final_read_s
             )
         except Exception as e:
             self.fail("final read", f"reading the topic back failed: {e!r}")
             return
+        self.ends = {p: end for p, (_, end) in bounds.items()}
         self.at(f"final read: {sum(len(rows) for rows in self.final.values())} records")
 
     # ---------------------------------------------------------------------------- checking
@@ -292,6 +330,13 @@ class ChaosRun:
             results.append(checks.check_ack_order(w.log.acks))
             if self.recovered_at is not None:
                 results.append(writes_resumed(w, self.recovered_at, self.config.partitions))
+            if self.group is not None:
+                group_summary(self.group, self.say)
+                results.append(check_group_consumed(w.log.acks, self.group.seen))
+                if self.ends:
+                    results.append(
+                        check_group_resume(self.ends, self.group.committed, self.group.resumed_at)
+                    )
         if self.history is not None and w is not None:
             results += leadership_checks(self.cluster, self.history, w.log.sightings, self.say)
         if self.final is not None and self.in_sync:

@@ -23,6 +23,7 @@ from chaos_checks import (
     check_recovery,
     check_replicas_agree,
 )
+from chaos_group import check_group_consumed, check_group_resume
 
 FINAL = {0: [(0, "a"), (1, "b"), (2, "c")], 1: [(0, "x")]}
 REPLICA_0 = [(0, "a", 0), (1, "b", 0), (2, "c", 1)]
@@ -258,3 +259,35 @@ def test_problem_lists_are_capped_but_counted():
     result = check_log_shape(final, set())
     assert len(result.problems) == 11
     assert result.problems[-1] == "... and 20 more"
+
+
+# ------------------------------------------------------------------------ the consumer group
+
+
+def test_group_consumed_every_acknowledged_record():
+    acks = [Ack(1, 0, 0, 0, "a"), Ack(1, 1, 1, 0, "b")]
+    seen = [Seen("group-1", 0, 0, "a"), Seen("group-2", 1, 0, "b"), Seen("group-2", 1, 0, "b")]
+    assert check_group_consumed(acks, seen).ok  # duplicates are fine: at least once
+
+
+def test_group_missed_a_record():
+    acks = [Ack(1, 0, 0, 0, "a"), Ack(1, 1, 1, 0, "b")]
+    result = check_group_consumed(acks, [Seen("group-1", 0, 0, "a")])
+    assert not result.ok and "b (p1@0) never consumed" in result.problems[0]
+
+
+def test_group_resumes_at_the_commit():
+    assert check_group_resume({0: 5, 1: 3}, {0: 5, 1: 3}, {0: 5, 1: 3}).ok
+
+
+@pytest.mark.parametrize(
+    ("committed", "resumed", "problem"),
+    [
+        ({0: 4, 1: 3}, {0: 4, 1: 3}, "p0: committed 4, log end 5"),
+        ({0: 5, 1: 3}, {0: 0, 1: 3}, "p0: the new member started at 0, commit 5"),
+        ({0: 5}, {0: 5}, "p1: committed None, log end 3"),
+    ],
+)
+def test_group_resume_problems(committed, resumed, problem):
+    result = check_group_resume({0: 5, 1: 3}, committed, resumed)
+    assert not result.ok and problem in result.problems

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 FENCED = frozenset({c.ERROR_CODE_FENCED_MEMBER_EPOCH, c.ERROR_CODE_UNKNOWN_MEMBER_ID})
 LEAVE = -1
 LEAVE_STATIC = -2
+RETRY_S = 0.5
 
 Listener = Callable[[frozenset[TP]], None]
 
@@ -85,8 +86,8 @@ class GroupConsumer:
         self.member_id = ""
         self.member_epoch = 0
         self.owned: frozenset[TP] = frozenset()
+        self._target: frozenset[TP] | None = None  # the last assignment the coordinator gave
         self.heartbeat_interval = 5.0
-        self._report_owned = True
         self._lock = asyncio.Lock()  # reconciling vs polling
         self._wake = asyncio.Event()
         self._assigned = asyncio.Event()
@@ -104,13 +105,21 @@ class GroupConsumer:
 
     async def start(self) -> None:
         """Join the group (the first heartbeat) and keep heartbeating in the background."""
-        await self._heartbeat()
+        try:
+            await self._heartbeat()
+        except LeaseholdError as e:
+            if not self.member_id:
+                raise  # not in the group: nothing to keep alive
+            log.info("first heartbeat of %s failed after joining: %s", self.group_id, e)
         self._task = asyncio.create_task(self._run(), name=f"group-{self.group_id}")
 
     async def _run(self) -> None:
         while True:
+            # A target not reached yet (a reconciliation that failed) is retried soon.
+            pending = self._target is not None and self._target != self.owned
+            wait = min(self.heartbeat_interval, RETRY_S) if pending else self.heartbeat_interval
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.heartbeat_interval)
+                await asyncio.wait_for(self._wake.wait(), wait)
             self._wake.clear()
             try:
                 await self._heartbeat()
@@ -143,7 +152,10 @@ class GroupConsumer:
             req.owned.SetInParent()
             if self.server_assignor is not None:
                 req.server_assignor = self.server_assignor
-        elif self._report_owned:
+        else:
+            # Every heartbeat says what the member owns: an answer lost on the way (the
+            # coordinator moved after writing it, a call retried) shows as a difference, and the
+            # coordinator sends the assignment again.
             req.owned.CopyFrom(assignment_pb(self.owned))
         return req
 
@@ -151,13 +163,17 @@ class GroupConsumer:
         resp = await self.groups.heartbeat(self._request(self.member_epoch))
         self.member_id = resp.member_id
         self.member_epoch = resp.member_epoch
-        self._report_owned = False
         if resp.heartbeat_interval_ms > 0:
             self.heartbeat_interval = resp.heartbeat_interval_ms / 1000.0
         if resp.HasField("assignment"):
-            await self._reconcile(partitions_of(resp.assignment))
+            self._target = partitions_of(resp.assignment)
+        if self._target is not None and self._target != self.owned:
+            await self._reconcile(self._target)
 
     async def _reconcile(self, target: frozenset[TP]) -> None:
+        """Give up what ``target`` lacks, then start what it adds. A failure while starting
+        (a committed offset or a log end not readable yet) leaves ``owned`` at what was reached
+        — the revocation done, so the coordinator can move on — and is retried."""
         async with self._lock:
             revoked, added = self.owned - target, target - self.owned
             if revoked:
@@ -168,15 +184,16 @@ class GroupConsumer:
                         log.info("commit of revoked partitions of %s failed: %s", self.group_id, e)
                 for tp in revoked:
                     self.consumer.positions.pop(tp, None)
+                self.owned = self.owned - revoked
+                self._wake.set()  # tell the coordinator at once
                 if self.on_revoked is not None:
                     self.on_revoked(frozenset(revoked))
             if added:
                 await self._start_positions(added)
-            self.owned = frozenset(target)
-            self._report_owned = True
-            self._wake.set()  # tell the coordinator at once
-            if added and self.on_assigned is not None:
-                self.on_assigned(frozenset(added))
+                self.owned = frozenset(target)
+                self._wake.set()
+                if self.on_assigned is not None:
+                    self.on_assigned(frozenset(added))
             if self.owned:
                 self._assigned.set()
             else:
@@ -199,6 +216,7 @@ class GroupConsumer:
             for tp in lost:
                 self.consumer.positions.pop(tp, None)
             self.owned = frozenset()
+            self._target = None
             self.member_epoch = 0
             self._assigned.clear()
             if lost and self.on_revoked is not None:

@@ -240,10 +240,13 @@ def heartbeat(group: ConsumerGroup | None, req: HeartbeatRequest, ctx: Context) 
     )
     if new_member or _current_of(reconciled) != _current_of(member):
         records.append(CurrentRecord(group.group_id, reconciled.member_id, reconciled))
+    # The assignment goes out whenever the member may not have it: a join, a change, a member
+    # behind our epoch (it lost our last answer), or one that owns something else.
     send = (
         epoch == JOIN_GROUP_MEMBER_EPOCH
         or reconciled.assigned != member.assigned
         or reconciled.member_epoch != member.member_epoch
+        or epoch != reconciled.member_epoch
         or (req.owned is not None and req.owned != reconciled.assigned)
     )
     return HeartbeatResult(

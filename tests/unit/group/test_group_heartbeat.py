@@ -119,6 +119,8 @@ def test_previous_epoch_with_a_subset_is_a_lost_answer_not_a_zombie():
     h.beat("m1", 1, owned=mine)  # epoch 2 given, answer "lost"
     r = h.beat("m1", 1, owned=mine)
     assert r.member_epoch == 2
+    assert r.assignment == mine  # sent again: the member may not have it
+    assert h.beat("m1", 2, owned=mine).assignment is None  # caught up: nothing to send
 
 
 def test_unknown_member_and_bad_requests():
