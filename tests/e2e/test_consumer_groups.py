@@ -233,6 +233,21 @@ def test_consumer_groups_cli():
             assert by_partition["0"][3:6] == ["2", "5", "3"]  # CURRENT, LOG-END, LAG
             assert by_partition["1"][3:6] == ["5", "5", "0"]
             assert by_partition["0"][6] == a.member_id and by_partition["0"][8] == "cli-member"
+            members = await asyncio.to_thread(run, "--describe", "--members", "--group", "g")
+            header, row = members.output.splitlines()
+            assert header.split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+            assert row.split() == ["g", a.member_id, "/127.0.0.1", "cli-member", "2"]
+            state = await asyncio.to_thread(
+                run, "--describe", "--state", "--group", "g", "-o", "json"
+            )
+            (shown,) = json.loads(state.stdout)
+            assert (shown["ASSIGNMENT-STRATEGY"], shown["STATE"], shown["#MEMBERS"]) == (
+                "uniform",
+                "Stable",
+                1,
+            )
+            cid = (await a.groups.describe("g")).coordinator_id
+            assert shown["COORDINATOR (ID)"] == f"{cluster.brokers[cid].address} ({cid})"
 
             # the coordinator's lag metrics, with kafka_exporter's names
             coordinator = cluster.brokers[(await a.groups.describe("g")).coordinator_id]

@@ -24,6 +24,8 @@ from leasehold.common.v1 import common_pb2 as c
 DESCRIBE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                     "CONSUMER-ID", "HOST", "CLIENT-ID")  # fmt: skip
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+MEMBERS_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> Table:
@@ -98,6 +100,20 @@ async def describe_rows(s: Session, group_id: str) -> tuple[str, list[tuple]]:
     return described.group_state, rows
 
 
+async def member_or_state_rows(s: Session, group_id: str, view: str) -> list[tuple]:
+    """Kafka's ``--describe --members`` rows, or its one ``--describe --state`` row."""
+    described = await s.groups.describe(group_id)
+    if described.error_code == c.ERROR_CODE_GROUP_ID_NOT_FOUND:
+        raise CliFailure(ExitCode.NOT_FOUND, f"Consumer group '{group_id}' does not exist.")
+    if view == "members":
+        return [(group_id, m.member_id, m.client_host, m.client_id,
+                 sum(len(t.partitions) for t in m.assignment.topic_partitions))
+                for m in described.members]  # fmt: skip
+    address = s.groups.coordinator_address(group_id) or "-"
+    return [(group_id, f"{address} ({described.coordinator_id})", described.assignor_name,
+             described.group_state.capitalize(), len(described.members))]  # fmt: skip
+
+
 async def reset_plan(
     s: Session, group_id: str, topics: Sequence[str], all_topics: bool, target: tuple[str, int]
 ) -> dict[TP, int]:
@@ -132,6 +148,8 @@ async def reset_plan(
 @click.command("consumer-groups")
 @click.option("--list", "list_", is_flag=True, help="List every consumer group.")
 @click.option("--describe", is_flag=True, help="Offsets, lag and owners per partition.")
+@click.option("--members", is_flag=True, help="With --describe: the members instead.")
+@click.option("--state", is_flag=True, help="With --describe: the group's state instead.")
 @click.option("--reset-offsets", is_flag=True, help="Move a group's committed offsets.")
 @click.option("--delete", is_flag=True, help="Delete empty groups and their offsets.")
 @click.option("--group", "groups", multiple=True, help="The group (repeat for several).")
@@ -143,7 +161,8 @@ async def reset_plan(
 @click.option("--shift-by", type=int, default=None, help="Move by N (negative: back).")
 @click.option("--dry-run", is_flag=True, help="Show the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
-def consumer_groups(list_, describe, reset_offsets, delete, groups, topics, all_topics,
+def consumer_groups(list_, describe, members, state, reset_offsets, delete, groups, topics,
+                    all_topics,
                     to_earliest, to_latest, to_datetime, shift_by, dry_run,
                     execute) -> None:  # fmt: skip
     """List, describe, reset the offsets of, and delete consumer groups."""
@@ -154,6 +173,9 @@ def consumer_groups(list_, describe, reset_offsets, delete, groups, topics, all_
         )
     if not list_ and not groups:
         raise click.UsageError("--group is needed")
+    if (members or state) and not describe or members and state:
+        raise click.UsageError("--members or --state goes with --describe")
+    view = "members" if members else "state" if state else "offsets"
     ctx = obj()
     target = None
     if reset_offsets:
@@ -173,7 +195,9 @@ def consumer_groups(list_, describe, reset_offsets, delete, groups, topics, all_
         kind = chosen[0]
         value = _parse_datetime(to_datetime) if kind == "datetime" else (shift_by or 0)
         target = (kind, value)
-    asyncio.run(_run(ctx, list_, describe, delete, groups, topics, all_topics, target, execute))
+    asyncio.run(
+        _run(ctx, list_, describe and view, delete, groups, topics, all_topics, target, execute)
+    )
 
 
 async def _run(ctx, list_, describe, delete, groups, topics, all_topics, target, execute) -> None:
@@ -183,7 +207,7 @@ async def _run(ctx, list_, describe, delete, groups, topics, all_topics, target,
             listed = await s.groups.list_groups()
             data = [{"group": x.group_id, "state": x.group_state} for x in listed]
             ctx.emit(data, lambda: "\n".join(x.group_id for x in listed))
-        elif describe:
+        elif describe == "offsets":
             out, rows = [], []
             for group_id in groups:
                 state, found = await describe_rows(s, group_id)
@@ -194,6 +218,14 @@ async def _run(ctx, list_, describe, delete, groups, topics, all_topics, target,
                 if not found and not ctx.json:
                     ctx.note(f"Consumer group '{group_id}' has no active members.")
             ctx.emit(out, lambda: _table(DESCRIBE_COLUMNS, rows))
+        elif describe:
+            columns = MEMBERS_COLUMNS if describe == "members" else STATE_COLUMNS
+            rows = []
+            for group_id in groups:
+                rows += await member_or_state_rows(s, group_id, describe)
+            ctx.emit(
+                [dict(zip(columns, r, strict=True)) for r in rows], lambda: _table(columns, rows)
+            )
         elif delete:
             for group_id in groups:
                 await s.groups.delete(group_id)

@@ -77,6 +77,10 @@ class GroupClient:
         self.backoff = retry_backoff_ms / 1000.0
         self._coordinators: dict[str, str] = {}  # group id -> coordinator address
 
+    def coordinator_address(self, group_id: str) -> str | None:
+        """Where the last call of ``group_id`` went (None before any)."""
+        return self._coordinators.get(group_id)
+
     def _stub(self, address: str) -> group_pb2_grpc.GroupServiceStub:
         return group_pb2_grpc.GroupServiceStub(self.metadata.channel_for(address))
 
