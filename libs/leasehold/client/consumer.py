@@ -54,6 +54,7 @@ class ConsumerRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+    leader_epoch: int = -1  # the epoch of the leader that appended it (its batch's)
 
 
 def _start_code(start: Start) -> int:
@@ -97,6 +98,9 @@ class Consumer:
         self.timeout = request_timeout_ms / 1000.0
         self.backoff = retry_backoff_ms / 1000.0
         self.positions: dict[TP, int] = {}
+        # The leader epoch of the last record returned per partition: a committed position
+        # carries it (KIP-320), as Kafka's consumer commits.
+        self.last_epochs: dict[TP, int] = {}
         self.high_watermarks: dict[TP, int] = {}
 
     async def __aenter__(self) -> Consumer:
@@ -317,9 +321,11 @@ class Consumer:
                                 r.key,
                                 r.value,
                                 r.headers,
+                                batch.partition_leader_epoch,
                             )  # fmt: skip
                         )
                         position = r.offset + 1
+                        self.last_epochs[tp] = batch.partition_leader_epoch
         except CorruptRecordError as exc:
             raise CorruptDataError(
                 common_pb2.ERROR_CODE_CORRUPT_MESSAGE,

@@ -184,6 +184,7 @@ class GroupConsumer:
                         log.info("commit of revoked partitions of %s failed: %s", self.group_id, e)
                 for tp in revoked:
                     self.consumer.positions.pop(tp, None)
+                    self.consumer.last_epochs.pop(tp, None)
                 self.owned = self.owned - revoked
                 self._wake.set()  # tell the coordinator at once
                 if self.on_revoked is not None:
@@ -215,6 +216,7 @@ class GroupConsumer:
             lost = self.owned
             for tp in lost:
                 self.consumer.positions.pop(tp, None)
+                self.consumer.last_epochs.pop(tp, None)
             self.owned = frozenset()
             self._target = None
             self.member_epoch = 0
@@ -264,8 +266,10 @@ class GroupConsumer:
             return
         values = {}
         for tp, offset in offsets.items():
-            leader = self.metadata.leader(*tp)
-            values[tp] = Committed(offset, leader.leader_epoch if leader else -1)
+            # The epoch of the record before the position, when that is what is committed.
+            at_position = self.consumer.positions.get(tp) == offset
+            epoch = self.consumer.last_epochs.get(tp, -1) if at_position else -1
+            values[tp] = Committed(offset, epoch)
         await self.groups.commit(self.group_id, values, self.member_id, self.member_epoch)
 
     async def committed(self, partitions: Iterable[TP] | None = None) -> dict[TP, Committed]:
