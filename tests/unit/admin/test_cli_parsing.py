@@ -121,7 +121,8 @@ def test_usage_errors_exit_2_before_any_call(args, message):
 def test_command_families_and_extension_point():
     cli = build_cli()
     assert set(cli.commands) == {
-        "topics", "reassign", "elect", "cluster", "produce", "consume", "pipeline"
+        "topics", "reassign", "elect", "cluster", "produce", "consume", "consumer-groups",
+        "pipeline",
     }  # fmt: skip
     assert set(cli.commands["topics"].commands) == {
         "create", "delete", "describe", "list", "alter", "configs"
