@@ -136,6 +136,8 @@ async def closed_loop(
     ``op`` returns how many ops the call did. Calls starting during the warm-up are run but not
     counted; calls starting after ``warmup_s + duration_s`` are not made. The window ends when
     the last counted call returns, so in-flight work at the deadline is neither lost nor free.
+    At least one call is counted: on a starved machine every call of a short window may start in
+    the warm-up, and a window without a sample has no figures.
     ``clock`` (nanoseconds) is a parameter so the bookkeeping can be tested without real time.
     """
     if concurrency < 1:
@@ -146,7 +148,7 @@ async def closed_loop(
     totals = {"ops": 0, "last_end": measure_from}
 
     async def worker(index: int) -> None:
-        while (start := clock()) < stop_at:
+        while (start := clock()) < stop_at or not latencies:
             done = await op(index)
             end = clock()
             if start >= measure_from:

@@ -92,6 +92,20 @@ async def test_closed_loop_counts_only_the_measured_window():
     assert (load.ops, load.elapsed_ns, load.latencies_ns) == (50, 4 * MS, (MS, MS))
 
 
+async def test_closed_loop_counts_one_call_when_the_warm_up_ate_the_window():
+    # A call starting in the warm-up returns after the window (a starved machine): another
+    # call is made and counted, so the window has a sample.
+    ticks = iter([0, 1, 50, 51, 53, 54])  # the window is 2..4 ms; the first call takes 49 ms
+    load = await closed_loop(
+        _one_op, concurrency=1, duration_s=0.002, warmup_s=0.002, clock=lambda: next(ticks) * MS
+    )
+    assert (load.ops, load.latencies_ns) == (1, (2 * MS,))
+
+
+async def _one_op(worker: int) -> int:
+    return 1
+
+
 async def test_closed_loop_keeps_every_worker_busy():
     in_flight, peak, calls = [0], [0], [0, 0, 0]
 
