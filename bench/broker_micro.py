@@ -51,6 +51,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.etcd import Keyspace
 from leasehold.heap import HeapFreezer
 from services.broker_agent import control_convert
+from services.broker_agent.control_servicer import BrokerControlServicer, _check_partitions
 from services.broker_agent.follower.fetch_state import FetcherSettings
 from services.broker_agent.follower.fetcher import ReplicaFetcher
 from services.broker_agent.follower.fetcher_manager import FetcherManager
@@ -58,7 +59,6 @@ from services.broker_agent.log import LogManager
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import Code, Endpoint
 from services.broker_agent.replica_manager import ReplicaManager
-from services.broker_agent.servicer import BrokerControlServicer, _check_partitions
 from services.broker_agent.topic_configs import ConfigStore
 
 LOCAL = 2  # the surviving broker measured

@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from leasehold import telemetry
-from services.broker_agent.control import Hosted, Transition, leader_and_isr_decision
+from services.broker_agent.control import Hosted
 from services.broker_agent.control_fence import ControlFence
+from services.broker_agent.control_state import YIELD_EVERY, classify, confirmed
 from services.broker_agent.follower.fetcher_manager import FetcherManager, InitialFetch
 from services.broker_agent.log import InconsistentTopicIdError, KafkaStorageError, LogManager
 from services.broker_agent.metadata_cache import MetadataCache
@@ -62,13 +63,9 @@ class Replicas(Protocol):
 
 log = logging.getLogger("services.broker_agent.state_change")
 
-# A huge control request yields the event loop this often (partitions), so that gRPC calls,
-# fetchers and the etcd lease keep-alive keep running while it is applied.
-YIELD_EVERY = 256
 # Looked up once: an enum member's attribute lookup costs several times a global's, and the
 # loops below ask for these once per partition.
 _NONE = Code.NONE
-_LEAD = Transition.BECOME_LEADER
 
 Errors = dict[TopicPartition, Code]
 
@@ -77,14 +74,8 @@ async def apply_leader_and_isr(replicas: Replicas, request: LeaderAndIsr) -> Con
     """Apply ``request`` to ``replicas`` (the caller holds its lock and checked the fences);
     answered once every file it changed is durable."""
     errors: Errors = {}
-    to_lead, to_follow = await _classify(replicas, request.partitions, errors)
-    if replicas.fence is not None and (to_lead or to_follow):
-        # Without TLS, a role change applies only if etcd shows it (``control_fence``).
-        unconfirmed = await replicas.fence.unconfirmed_leaders([*to_lead, *to_follow])
-        if unconfirmed:
-            errors.update(unconfirmed)
-            to_lead = [s for s in to_lead if s.tp not in unconfirmed]
-            to_follow = [s for s in to_follow if s.tp not in unconfirmed]
+    to_lead, to_follow = await classify(replicas, request.partitions, errors)
+    to_lead, to_follow = await confirmed(replicas, to_lead, to_follow, errors)
     refused = len(errors)
     await _prepare_logs(replicas, [*to_lead, *to_follow], errors)
     if len(errors) > refused:  # some logs could not be created
@@ -113,37 +104,6 @@ async def apply_leader_and_isr(replicas: Replicas, request: LeaderAndIsr) -> Con
     if replicas.fetchers is not None:
         await replicas.fetchers.shutdown_idle_fetchers()
     return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
-
-
-async def _classify(
-    replicas: Replicas, states: Iterable[LeaderAndIsrPartition], errors: Errors
-) -> tuple[list[LeaderAndIsrPartition], list[LeaderAndIsrPartition]]:
-    """Split the request into partitions to lead and to follow; the rest get errors."""
-    to_lead: list[LeaderAndIsrPartition] = []
-    to_follow: list[LeaderAndIsrPartition] = []
-    partitions, hosting, broker_id = replicas.partitions, replicas.hosting, replicas.broker_id
-    for count, state in enumerate(states, 1):
-        if count % YIELD_EVERY == 0:
-            await asyncio.sleep(0)
-        tp = state.tp
-        existing = partitions.get(tp)
-        decision = leader_and_isr_decision(
-            state,
-            hosted=hosting(tp, existing),
-            current_leader_epoch=existing.leader_epoch if existing else -1,
-            local_broker_id=broker_id,
-        )
-        if decision.error != _NONE:
-            log.info("%s: LeaderAndIsr ignored: %s", tp, decision.error.name)
-            errors[tp] = decision.error
-        elif decision.transition is _LEAD:
-            if replicas.shutting_down and not (existing and existing.is_leader):
-                errors[tp] = Code.BROKER_SHUTTING_DOWN
-            else:
-                to_lead.append(state)
-        else:
-            to_follow.append(state)
-    return to_lead, to_follow
 
 
 async def _prepare_logs(

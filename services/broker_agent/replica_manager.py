@@ -1,13 +1,13 @@
 """The replica manager: which partitions this broker hosts, in which role (seed 001 §1-3).
 
-It applies the controller's requests. LeaderAndIsr passes the broker- and controller-epoch
-fences, then each partition's leader-epoch check, then the become-leader transitions (stop their
+It applies the controller's requests to logs and fetchers. The fences, the per-partition
+decisions, UpdateMetadata and the answers are ``control_state.ControlState``'s (shared with the
+simulated broker); here, past them, the become-leader transitions (stop their
 fetchers, take the new epoch, wake delayed requests) and the become-follower ones (stop old
 fetchers, take the new epoch, wake delayed requests, and — unless shutting down — start fetching
 from the new leader at the local high watermark; the fetcher truncates first): the phases past
 the fences are in ``leader_and_isr``. StopReplica stops fetching and optionally deletes the
-replica's files; UpdateMetadata refreshes the metadata cache. Control requests are serialised
-by one lock, as Kafka's ``replicaStateChangeLock`` does.
+replica's files.
 """
 
 from __future__ import annotations
@@ -16,13 +16,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from services.broker_agent.control import (
-    Hosted,
-    check_request,
-    stop_replica_decision,
-)
-from services.broker_agent.control_fence import ControlFence
-from services.broker_agent.control_priority import ControlPriority
+from services.broker_agent.control import Hosted
+from services.broker_agent.control_state import ControlState, Errors
 from services.broker_agent.follower.fetcher_manager import FetcherManager
 from services.broker_agent.leader_and_isr import YIELD_EVERY as YIELD_EVERY
 from services.broker_agent.leader_and_isr import apply_leader_and_isr
@@ -32,9 +27,8 @@ from services.broker_agent.model import (
     Code,
     ControlResult,
     LeaderAndIsr,
-    StopReplica,
+    StopReplicaPartition,
     TopicPartition,
-    UpdateMetadata,
 )
 from services.broker_agent.partition import IsrProposal, Partition, PartitionError
 from services.broker_agent.throttle import (
@@ -48,7 +42,11 @@ from services.broker_agent.topic_configs import ConfigStore, TopicSettings
 log = logging.getLogger("services.broker_agent.state_change")
 
 
-class ReplicaManager:
+class ReplicaManager(ControlState):
+    """The real broker's replicas: ``ControlState``'s request handling applied to logs."""
+
+    partitions: dict[TopicPartition, Partition]
+
     def __init__(
         self,
         broker_id: int,
@@ -58,42 +56,25 @@ class ReplicaManager:
         clock: Callable[[], int],
         replica_lag_time_max_ms: int,
     ) -> None:
-        self.broker_id = broker_id
+        super().__init__(broker_id, metadata)
         self.log_manager = log_manager
-        self.metadata = metadata
         self.configs = configs
         self._clock = clock
         self._max_lag_ms = replica_lag_time_max_ms
-        self.partitions: dict[TopicPartition, Partition] = {}
-        self.controller_epoch = -1
-        self.broker_epoch = -1
-        self.shutting_down = False
-        self._lock = asyncio.Lock()
+        self.partitions = {}
         self._roles_settled = asyncio.Event()  # clear while a LeaderAndIsr changes roles
         self._roles_settled.set()
         self.leader_quota = ReplicationQuota(clock)
         self.follower_quota = ReplicationQuota(clock)
-        # Control requests go before data-plane work (``control_priority``, KIP-291).
-        self.priority = ControlPriority()
         # Wired by the app once the fetcher side exists (it needs this manager).
         self.fetchers: FetcherManager | None = None
         # Where ISR change proposals go (the AlterPartition sender), wired by the app.
         self.submit_isr_change: Callable[[IsrProposal | None], None] = lambda _p: None
-        # What etcd shows of the controller epoch (``control_fence``), wired by the app; a test
-        # playing the controller without etcd leaves it out.
-        self.fence: ControlFence | None = None
-        # Told of every applied LeaderAndIsr / StopReplica with its result (the group
-        # coordinator follows the leadership of __consumer_offsets this way).
-        self.on_leader_and_isr: list[Callable[[LeaderAndIsr, ControlResult], None]] = []
-        self.on_stop_replica: list[Callable[[StopReplica, ControlResult], None]] = []
 
     # ----------------------------------------------------------------- lookups
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
-
-    def hosted(self, tp: TopicPartition) -> Hosted:
-        return self.hosting(tp, self.partitions.get(tp))
 
     def hosting(self, tp: TopicPartition, partition: Partition | None) -> Hosted:
         """``hosted`` when ``partition`` (this broker's replica of ``tp``, or None) is at hand."""
@@ -139,59 +120,18 @@ class ReplicaManager:
         partition.local_broker_epoch = lambda: self.broker_epoch
         return partition
 
-    def _check(self, controller_epoch: int, broker_epoch: int) -> Code:
-        return check_request(
-            request_controller_epoch=controller_epoch,
-            known_controller_epoch=self.controller_epoch,
-            request_broker_epoch=broker_epoch,
-            current_broker_epoch=self.broker_epoch,
-        )
-
-    async def _refusal(
-        self, what: str, request: LeaderAndIsr | StopReplica | UpdateMetadata
-    ) -> ControlResult | None:
-        """The answer to a request failing the fences (its own epochs, then etcd's), or None."""
-        code = self._check(request.controller_epoch, request.broker_epoch)
-        if code != Code.NONE:
-            message = self._rejection(code, what, request.controller_epoch, request.broker_epoch)
-            return ControlResult(code, message)
-        if self.fence is not None:
-            refused = await self.fence.check(what, request.controller_epoch, request.controller_id)
-            if refused is not None:
-                return ControlResult(*refused)
-        return None
-
-    def _rejection(self, code: Code, what: str, controller_epoch: int, broker_epoch: int) -> str:
-        message = (
-            f"{what} rejected: {code.name} (request controller epoch {controller_epoch}, "
-            f"known {self.controller_epoch}; request broker epoch {broker_epoch}, "
-            f"current {self.broker_epoch})"
-        )
-        log.warning(message)
-        return message
-
     # -------------------------------------------------------------- LeaderAndIsr
 
-    async def become_leader_or_follower(self, request: LeaderAndIsr) -> ControlResult:
-        """Apply a LeaderAndIsr; answered once every file it changed is durable.
-
-        The fences here, then the phases of ``leader_and_isr.apply_leader_and_isr`` (decide
-        per partition, open logs, change roles, one durable batch, start fetchers), yielding
-        the loop every ``YIELD_EVERY`` partitions.
-        """
-        async with self._lock:
-            refusal = await self._refusal("LeaderAndIsr", request)
-            if refusal is not None:
-                return refusal
-            self.controller_epoch = request.controller_epoch
-            self._roles_settled.clear()
-            try:
-                result = await apply_leader_and_isr(self, request)
-            finally:
-                self._roles_settled.set()
-            for listener in self.on_leader_and_isr:
-                listener(request, result)
-            return result
+    async def _apply_leader_and_isr(self, request: LeaderAndIsr) -> ControlResult:
+        """The phases of ``leader_and_isr.apply_leader_and_isr`` (decide per partition, open
+        logs, change roles, one durable batch, start fetchers) past ``ControlState``'s fences,
+        yielding the loop every ``YIELD_EVERY`` partitions; answered once every file it changed
+        is durable."""
+        self._roles_settled.clear()
+        try:
+            return await apply_leader_and_isr(self, request)
+        finally:
+            self._roles_settled.set()
 
     async def wait_for_role_changes(self, tps: Iterable[TopicPartition]) -> None:
         """Wait while a LeaderAndIsr is making a role change of one of ``tps`` durable.
@@ -206,73 +146,31 @@ class ReplicaManager:
 
     # --------------------------------------------------------------- StopReplica
 
-    async def stop_replicas(self, request: StopReplica) -> ControlResult:
-        async with self._lock:
-            refusal = await self._refusal("StopReplica", request)
-            if refusal is not None:
-                return refusal
-            self.controller_epoch = request.controller_epoch
-            errors: dict[TopicPartition, Code] = {}
-            stopping = []
-            unconfirmed = (
-                await self.fence.unconfirmed_deletions(request.partitions) if self.fence else ()
-            )
-            for ps in request.partitions:
-                if ps.tp in unconfirmed:
-                    errors[ps.tp] = Code.NOT_CONTROLLER
-                    continue
-                existing = self.partitions.get(ps.tp)
-                code = stop_replica_decision(
-                    hosted=self.hosted(ps.tp),
-                    current_leader_epoch=existing.leader_epoch if existing else -1,
-                    request_leader_epoch=ps.leader_epoch,
-                )
-                errors[ps.tp] = code
-                if code == Code.NONE:
-                    stopping.append(ps)
-            if self.fetchers is not None:
-                self.fetchers.remove_fetcher_for_partitions({ps.tp for ps in stopping})
-            for ps in stopping:
-                partition = self.partitions.get(ps.tp)
-                if partition is not None:
-                    partition.stop()
-                if not ps.delete:
-                    continue
-                self.partitions.pop(ps.tp, None)
-                try:
-                    self.log_manager.delete(ps.topic, ps.partition)
-                except (KafkaStorageError, OSError) as exc:
-                    log.error("%s: cannot delete: %s", ps.tp, exc)
-                    errors[ps.tp] = Code.KAFKA_STORAGE_ERROR
-                log.info("%s: stopped and deleted", ps.tp)
-            if self.fetchers is not None:
-                await self.fetchers.shutdown_idle_fetchers()
-            result = ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
-            for listener in self.on_stop_replica:
-                listener(request, result)
-            return result
+    async def _stop_partitions(self, stopping: list[StopReplicaPartition], errors: Errors) -> None:
+        """Stop fetching the partitions ``stopping``, deleting the files of those asked to."""
+        if self.fetchers is not None:
+            self.fetchers.remove_fetcher_for_partitions({ps.tp for ps in stopping})
+        for ps in stopping:
+            partition = self.partitions.get(ps.tp)
+            if partition is not None:
+                partition.stop()
+            if not ps.delete:
+                continue
+            self.partitions.pop(ps.tp, None)
+            try:
+                self.log_manager.delete(ps.topic, ps.partition)
+            except (KafkaStorageError, OSError) as exc:
+                log.error("%s: cannot delete: %s", ps.tp, exc)
+                errors[ps.tp] = Code.KAFKA_STORAGE_ERROR
+            log.info("%s: stopped and deleted", ps.tp)
+        if self.fetchers is not None:
+            await self.fetchers.shutdown_idle_fetchers()
 
-    # ------------------------------------------------------------ UpdateMetadata
-
-    async def update_metadata(self, request: UpdateMetadata) -> ControlResult:
-        async with self._lock:
-            refusal = await self._refusal("UpdateMetadata", request)
-            if refusal is not None:
-                return refusal
-            if request.metadata_digest and request.metadata_digest != self.metadata.digest():
-                return ControlResult(
-                    Code.METADATA_DIGEST_MISMATCH,
-                    f"UpdateMetadata of controller epoch {request.controller_epoch} expects "
-                    f"metadata digest {request.metadata_digest.hex()}, the cache has "
-                    f"{self.metadata.digest().hex()}: nothing applied, send every partition",
-                )
-            self.controller_epoch = request.controller_epoch
-            deleted = self.metadata.update(request)
-            for tp in deleted:
-                partition = self.partitions.get(tp)
-                if partition is not None:
-                    partition.signal.notify()
-            return ControlResult(Code.NONE)
+    def _metadata_deleted(self, deleted: list[TopicPartition]) -> None:
+        for tp in deleted:
+            partition = self.partitions.get(tp)
+            if partition is not None:
+                partition.signal.notify()
 
     # ------------------------------------------------------------- maintenance
 

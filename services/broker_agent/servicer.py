@@ -1,41 +1,33 @@
-"""gRPC servicers: BrokerService (clients, followers) and BrokerControlService (controller).
+"""gRPC servicer of BrokerService (clients, followers); BrokerControlService (the controller's
+requests) is ``control_servicer``'s, re-exported here.
 
 They only translate between protobuf and the domain (``convert`` holds the message mapping);
 every decision is made below. Domain outcomes (stale epochs, not leader, out of range...) are
 per-partition error codes, as in Kafka, and so is a partition that cannot exist (an illegal topic
 name, a negative number: ``request_items``). A request that is wrong as a whole — a partition
 listed twice, an acks or size field out of range, an unknown record format — fails the call with
-INVALID_ARGUMENT naming the field, and changes nothing. The controller's requests are checked
-whole: any malformed partition fails them.
+INVALID_ARGUMENT naming the field, and changes nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gc
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
 
 from opentelemetry import trace
 
-from leasehold import metadata_digest, telemetry
-from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
+from leasehold import telemetry
+from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
-from leasehold.heap import BULK_PARTITIONS, HeapFreezer
-from leasehold.validation import INTERNAL_TOPICS, topic_name_problem
+from leasehold.validation import INTERNAL_TOPICS
 from services.broker_agent import control_convert, convert
+from services.broker_agent.control_servicer import BrokerControlServicer
 from services.broker_agent.leader.fetch import FetchHandler, FetchParams, FetchSpec, decoded
 from services.broker_agent.leader.leader_offsets import OffsetResult
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import (
     Code,
-    ControlResult,
-    LeaderAndIsr,
-    StopReplica,
     TopicPartition,
-    UpdateMetadata,
 )
 from services.broker_agent.produce import VALID_ACKS, ProduceEntry, ProduceHandler, ProduceResult
 from services.broker_agent.producer_ids import ProducerIdManager
@@ -48,95 +40,7 @@ from services.broker_agent.request_items import (
     refusals,
 )
 
-T = TypeVar("T")
-Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
-ControlRequestPb = (
-    control_pb2.LeaderAndIsrRequest
-    | control_pb2.StopReplicaRequest
-    | control_pb2.UpdateMetadataRequest
-)
-# Control requests naming more partitions than this are decoded and validated on a worker
-# thread: 100,000 partitions take most of a CPU-second, which must not stall the event loop
-# (gRPC, fetchers, the etcd lease keep-alive). The thread still shares the GIL, handing it
-# back to the loop every few milliseconds, which makes the decode itself 2-3 times slower
-# while fetchers run: 10,000 partitions (about 50 ms inline) are decoded on the loop.
-DECODE_OFF_LOOP_ABOVE = 20_000
-
-
-async def _decode(size: int, decode: Callable[[], T]) -> T:
-    if size > DECODE_OFF_LOOP_ABOVE:
-        return await asyncio.to_thread(decode)
-    return decode()
-
-
-@contextlib.contextmanager
-def _collector_paused(heap: HeapFreezer, partitions: int) -> Iterator[None]:
-    """No automatic cyclic collection while a bulk control request is decoded and applied.
-
-    A 10,000-partition LeaderAndIsr allocates a few hundred thousand containers, most of which
-    live on (partition states, fetch states): each time the allocations cross the collector's
-    thresholds it walks them again (tens of milliseconds, ``bench.broker_micro``), on the
-    loop the controller's next request waits for. The request's garbage is freed by reference
-    counting anyway, and ``HeapFreezer.settle`` right after collects what is young once and
-    freezes the rest. Only when the freezer runs (the agent's main enables it), for requests it
-    settles after, and never re-enabling a collector someone else disabled: a request that
-    overlaps another's pause leaves it to that one.
-    """
-    if not heap.enabled or partitions < BULK_PARTITIONS or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-async def _result_fields(result: ControlResult) -> dict[str, Any]:
-    """The response fields of a LeaderAndIsr / StopReplica result (encoded as ``_decode``)."""
-    return await _decode(
-        len(result.partition_errors), lambda: control_convert.control_result_fields(result)
-    )
-
-
-def _check_digest_only(request: UpdateMetadata) -> None:
-    """A digest-only UpdateMetadata stands for the states the broker holds: it cannot also
-    carry changes (their effect on the digest would be the broker's guess)."""
-    if not request.metadata_digest:
-        return
-    if len(request.metadata_digest) != metadata_digest.DIGEST_SIZE:
-        raise InvalidRequestError(
-            Code.INVALID_REQUEST,
-            f"metadata_digest must be {metadata_digest.DIGEST_SIZE} bytes, "
-            f"got {len(request.metadata_digest)}",
-        )
-    if request.partitions or request.deleted_topics:
-        raise InvalidRequestError(
-            Code.INVALID_REQUEST,
-            "an UpdateMetadata with metadata_digest must not carry partition states or "
-            "deleted topics",
-        )
-
-
-def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
-    seen: set[tuple[str, int]] = set()
-    names: set[str] = set()  # each topic name is checked once, not once per partition
-    for topic, partition in pairs:
-        if topic not in names:
-            problem = topic_name_problem(topic)
-            if problem is not None:
-                # Names reach file paths (<data-dir>/<topic>-<p>): refuse anything illegal.
-                raise InvalidRequestError(Code.INVALID_REQUEST, f"invalid topic: {problem}")
-            names.add(topic)
-        if partition < 0:
-            raise InvalidRequestError(
-                Code.INVALID_REQUEST, f"partition must be >= 0, got {topic}-{partition}"
-            )
-        if (topic, partition) in seen:
-            raise InvalidRequestError(
-                Code.INVALID_REQUEST, f"partition {topic}-{partition} is listed twice"
-            )
-        seen.add((topic, partition))
+__all__ = ["BrokerControlServicer", "BrokerServicer"]  # the control one lives in control_servicer
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
@@ -356,75 +260,6 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             )
         producer_id, epoch = await self._producer_ids.next()
         return broker_pb2.InitProducerIdResponse(producer_id=producer_id, producer_epoch=epoch)
-
-
-class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
-    """The controller's requests. After one touching thousands of partitions the surviving
-    objects are frozen (``leasehold.heap``), so the next big request does not pay a full
-    collection of the whole heap."""
-
-    def __init__(self, replicas: ReplicaManager, heap: HeapFreezer | None = None) -> None:
-        self._replicas = replicas
-        self._heap = heap or HeapFreezer(enabled=False)
-
-    async def LeaderAndIsr(
-        self, request: control_pb2.LeaderAndIsrRequest, context
-    ) -> control_pb2.LeaderAndIsrResponse:
-        def decode() -> LeaderAndIsr:
-            domain = control_convert.leader_and_isr_from_pb(request)
-            _check_partitions((s.topic, s.partition) for s in domain.partitions)
-            return domain
-
-        fields = await self._handle(
-            request, decode, self._replicas.become_leader_or_follower, _result_fields
-        )
-        return control_pb2.LeaderAndIsrResponse(**fields)
-
-    async def StopReplica(
-        self, request: control_pb2.StopReplicaRequest, context
-    ) -> control_pb2.StopReplicaResponse:
-        def decode() -> StopReplica:
-            domain = control_convert.stop_replica_from_pb(request)
-            _check_partitions((s.topic, s.partition) for s in domain.partitions)
-            return domain
-
-        fields = await self._handle(request, decode, self._replicas.stop_replicas, _result_fields)
-        return control_pb2.StopReplicaResponse(**fields)
-
-    async def UpdateMetadata(
-        self, request: control_pb2.UpdateMetadataRequest, context
-    ) -> control_pb2.UpdateMetadataResponse:
-        def decode() -> UpdateMetadata:
-            domain = control_convert.update_metadata_from_pb(request)
-            _check_partitions((s.topic, s.partition) for s in domain.partitions)
-            _check_digest_only(domain)
-            return domain
-
-        async def answer(result: ControlResult) -> control_pb2.UpdateMetadataResponse:
-            return control_pb2.UpdateMetadataResponse(
-                error_code=int(result.error), error_message=result.message
-            )
-
-        return await self._handle(request, decode, self._replicas.update_metadata, answer)
-
-    async def _handle(
-        self,
-        request: ControlRequestPb,
-        decode: Callable[[], Request],
-        apply: Callable[[Request], Awaitable[ControlResult]],
-        answer: Callable[[ControlResult], Awaitable[T]],
-    ) -> T:
-        """One control request: ahead of the data plane (``control_priority``), decoded
-        (off the loop when large) and applied without the cyclic collector, the survivors then
-        frozen, and its answer built, all before the data plane may run again (at once if the
-        controller has nothing else queued for this broker: ``nothing_queued``)."""
-        size = len(request.partition_states)
-        with self._replicas.priority.control(linger=not request.nothing_queued):
-            with _collector_paused(self._heap, size):
-                domain = await _decode(size, decode)
-                result = await apply(domain)
-            self._heap.settle_after(len(domain.partitions))
-            return await answer(result)
 
 
 def _describe_produce(acks: int, entries: Sequence[ProduceEntry]) -> None:
