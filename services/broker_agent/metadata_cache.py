@@ -153,6 +153,9 @@ class MetadataCache:
     def partition(self, tp: TopicPartition) -> MetadataPartition | None:
         return self._partitions.get(tp.topic, {}).get(tp.partition)
 
+    def partition_count(self) -> int:
+        return sum(len(by_index) for by_index in self._partitions.values())
+
     def contains(self, tp: TopicPartition) -> bool:
         return self.partition(tp) is not None
 

@@ -1,0 +1,157 @@
+"""``python -m services.broker_agent.simulation``: a fleet of simulated brokers in one process.
+
+Each broker has its own gRPC port, etcd session and registration (``broker``), with the real
+agent's defaults (``BrokerConfig``). Once all are registered the process prints one JSON line,
+``{"ready": {<broker id>: <port>}}``, then answers JSON commands, one per stdin line, with one
+JSON line each:
+
+- ``{"cmd": "stats"}``: every broker's figures (``SimulatedBroker.stats``) and the process RSS;
+- ``{"cmd": "watch", "leader": <id>, "partitions": [[topic, p], ...]}``: from now on each
+  broker's ``still_led`` counts those partitions its cache shows led by ``leader``;
+- ``{"cmd": "shutdown"}``: controlled shutdown of every broker here, then exit.
+
+SIGTERM does what the agent does on it: controlled shutdown, then revoke the sessions. Plaintext
+only (no TLS): the simulation runs on loopback, beside the benchmark that started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from leasehold.etcd import EtcdClient, Keyspace
+from services.broker_agent.config import BrokerConfig
+from services.broker_agent.model import TopicPartition
+from services.broker_agent.simulation.broker import SimSettings, SimulatedBroker
+
+START_CONCURRENCY = 32
+
+
+def default_settings(session_ttl: int | None) -> SimSettings:
+    """The agent's own defaults (a simulated broker never runs with settings of its own)."""
+    d = {f.name: f.default for f in dataclasses.fields(BrokerConfig)}
+    common = BrokerConfig(broker_id=0, data_dir="-").common
+    return SimSettings(
+        session_ttl=session_ttl or d["session_ttl"],
+        max_receive_bytes=common.max_receive_bytes,
+        max_partitions_per_request=d["max_partitions_per_request"],
+        max_control_partitions_per_request=d["max_control_partitions_per_request"],
+        controlled_shutdown_timeout_ms=d["controlled_shutdown_timeout_ms"],
+        controlled_shutdown_retry_backoff_ms=d["controlled_shutdown_retry_backoff_ms"],
+        controller_retry_backoff_ms=d["controller_retry_backoff_ms"],
+    )
+
+
+def broker_ids(text: str) -> list[int]:
+    """``"1-100,205"`` -> [1, ..., 100, 205]."""
+    out: list[int] = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        out.extend(range(int(first), int(last or first) + 1))
+    if not out or min(out) < 0 or len(set(out)) != len(out):
+        raise ValueError(f"--brokers: want distinct ids >= 0, got {text!r}")
+    return out
+
+
+def rss_kb() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Fleet:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.etcd = EtcdClient(args.etcd.split(","))
+        self.keyspace = Keyspace(args.cluster_id)
+        settings = default_settings(args.session_ttl)
+        self.brokers = [
+            SimulatedBroker(b, args.host, self.etcd, self.keyspace, settings)
+            for b in broker_ids(args.brokers)
+        ]
+        self.watched: list[TopicPartition] = []
+        self.watched_leader = -1
+        self._fences: list[asyncio.Task] = []
+        self._stopping = asyncio.Event()
+
+    async def start(self) -> None:
+        await self.etcd.connect()
+        for broker in self.brokers:
+            self._fences.append(asyncio.create_task(broker.fence.run()))
+        await asyncio.gather(*(b.fence.loaded.wait() for b in self.brokers))
+        for i in range(0, len(self.brokers), START_CONCURRENCY):
+            await asyncio.gather(*(b.start() for b in self.brokers[i : i + START_CONCURRENCY]))
+
+    def answer(self, command: dict) -> dict:
+        cmd = command.get("cmd")
+        if cmd == "stats":
+            stats = [b.stats(self.watched, self.watched_leader) for b in self.brokers]
+            return {"stats": stats, "rss_kb": rss_kb(), "at": time.time()}
+        if cmd == "watch":
+            self.watched_leader = int(command["leader"])
+            self.watched = [TopicPartition(t, int(p)) for t, p in command["partitions"]]
+            return {"watching": len(self.watched)}
+        return {"error": f"unknown command {cmd!r}"}
+
+    async def commands(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stopping.is_set():
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                break
+            command = json.loads(line)
+            if command.get("cmd") == "shutdown":
+                break
+            print(json.dumps(self.answer(command)), flush=True)
+        self._stopping.set()
+
+    async def stop(self) -> None:
+        """Controlled shutdown of every broker here, then revoke the sessions."""
+        results = await asyncio.gather(*(b.controlled_shutdown() for b in self.brokers))
+        print(json.dumps({"shutdown": all(results), "at": time.time()}), flush=True)
+        await asyncio.gather(*(b.stop() for b in self.brokers))
+        for task in self._fences:
+            task.cancel()
+        await self.etcd.close()
+
+
+async def run(args: argparse.Namespace) -> None:
+    fleet = Fleet(args)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, fleet._stopping.set)
+    await fleet.start()
+    ports = {b.broker_id: b.port for b in fleet.brokers}
+    print(json.dumps({"ready": ports, "rss_kb": rss_kb()}), flush=True)
+    reader = asyncio.create_task(fleet.commands())
+    await fleet._stopping.wait()
+    await fleet.stop()
+    reader.cancel()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m services.broker_agent.simulation")
+    p.add_argument("--etcd", required=True, help="etcd endpoints, comma-separated")
+    p.add_argument("--cluster-id", default="leasehold")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--brokers", required=True, help="broker ids, e.g. 1-100,205")
+    p.add_argument("--session-ttl", type=int, default=None, help="default: the agent's")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    asyncio.run(run(parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""One simulated broker: its own gRPC server (BrokerControlService only), etcd session and
+registration, control fence and metadata cache, as the real agent wires them (``app``).
+
+What it leaves out is the data plane: no logs, no fetchers, no BrokerService, no ISR proposals.
+It records what the scale benchmark reads (``Observation``): when each controller epoch was
+first accepted, when the last UpdateMetadata applied, and the bytes of every UpdateMetadata.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import grpc
+
+from leasehold.broker.v1 import control_pb2_grpc
+from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.grpc_errors import ErrorInterceptor
+from leasehold.peer_auth import SERVICE_ROLES
+from leasehold.request_bounds import RequestBoundsInterceptor
+from leasehold.server import server_options
+from services.broker_agent.bounds import counters
+from services.broker_agent.control_fence import ControlFence
+from services.broker_agent.control_servicer import BrokerControlServicer
+from services.broker_agent.controller_client import ControllerClient
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.model import Code, Endpoint, TopicPartition
+from services.broker_agent.registration import Registration
+from services.broker_agent.shutdown import controlled_shutdown
+from services.broker_agent.simulation.replicas import SimulatedReplicas
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """The real agent's defaults for what a simulated broker does (``BrokerConfig``)."""
+
+    session_ttl: int
+    max_receive_bytes: int
+    max_partitions_per_request: int
+    max_control_partitions_per_request: int
+    controlled_shutdown_timeout_ms: int
+    controlled_shutdown_retry_backoff_ms: int
+    controller_retry_backoff_ms: int
+
+
+@dataclass
+class Observation:
+    """What the benchmark reads of one simulated broker (wall-clock seconds)."""
+
+    epoch_seen_at: dict[int, float] = field(default_factory=dict)
+    last_update_metadata_at: float = 0.0
+    update_metadata_bytes: int = 0
+    update_metadata_requests: int = 0
+    digest_mismatches: int = 0
+    leader_and_isr_requests: int = 0
+    stop_replica_requests: int = 0
+
+
+class ObservedControlServicer(BrokerControlServicer):
+    """The real control servicer, with each call's outcome noted for the benchmark."""
+
+    def __init__(self, replicas: SimulatedReplicas, seen: Observation) -> None:
+        super().__init__(replicas)
+        self._state = replicas
+        self._seen = seen
+
+    async def LeaderAndIsr(self, request, context):
+        response = await super().LeaderAndIsr(request, context)
+        self._seen.leader_and_isr_requests += 1
+        return response
+
+    async def StopReplica(self, request, context):
+        response = await super().StopReplica(request, context)
+        self._seen.stop_replica_requests += 1
+        return response
+
+    async def UpdateMetadata(self, request, context):
+        size = request.ByteSize()
+        response = await super().UpdateMetadata(request, context)
+        seen = self._seen
+        seen.update_metadata_bytes += size
+        seen.update_metadata_requests += 1
+        if response.error_code == Code.METADATA_DIGEST_MISMATCH:
+            seen.digest_mismatches += 1
+        elif response.error_code == Code.NONE:
+            now = time.time()
+            seen.last_update_metadata_at = now
+            seen.epoch_seen_at.setdefault(request.controller_epoch, now)
+        return response
+
+
+class SimulatedBroker:
+    def __init__(
+        self,
+        broker_id: int,
+        host: str,
+        etcd: EtcdClient,
+        keyspace: Keyspace,
+        settings: SimSettings,
+    ) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.etcd = etcd
+        self.keyspace = keyspace
+        self.settings = settings
+        self.metadata = MetadataCache()
+        self.replicas = SimulatedReplicas(broker_id, self.metadata)
+        # Plaintext, as a broker without TLS: leader changes and deletions confirmed in etcd.
+        self.fence = ControlFence(etcd, keyspace, broker_id, confirm_in_etcd=True)
+        self.replicas.fence = self.fence
+        self.seen = Observation()
+        self.server: grpc.aio.Server | None = None
+        self.registration: Registration | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        """Serve BrokerControlService, then register (the agent's order: serve, then register)."""
+        s = self.settings
+        bounds = counters(s.max_partitions_per_request, s.max_control_partitions_per_request)
+        server = grpc.aio.server(
+            interceptors=[
+                RequestBoundsInterceptor(bounds),
+                ErrorInterceptor(unchecked_services=SERVICE_ROLES),
+            ],
+            options=server_options(s.max_receive_bytes),
+        )
+        control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
+            ObservedControlServicer(self.replicas, self.seen), server
+        )
+        self.port = server.add_insecure_port(f"{self.host}:0")
+        await server.start()
+        self.server = server
+        endpoint = Endpoint(self.broker_id, self.host, self.port, "")
+        self.registration = Registration(
+            self.etcd, self.keyspace, endpoint, s.session_ttl, self._on_epoch
+        )
+        await self.registration.register()
+
+    def _on_epoch(self, epoch: int) -> None:
+        self.replicas.broker_epoch = epoch
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move leadership away, as the agent does on SIGTERM."""
+        self.replicas.shutting_down = True
+        s = self.settings
+        client = ControllerClient(
+            self.etcd, self.keyspace, lambda: None, None, s.controller_retry_backoff_ms
+        )
+        try:
+            return await controlled_shutdown(
+                client,
+                self.broker_id,
+                lambda: self.replicas.broker_epoch,
+                timeout_s=s.controlled_shutdown_timeout_ms / 1000.0,
+                backoff_s=s.controlled_shutdown_retry_backoff_ms / 1000.0,
+            )
+        finally:
+            await client.close()
+
+    async def stop(self) -> None:
+        """Revoke the session (the controller sees the broker leave), then stop serving."""
+        if self.registration is not None:
+            await self.registration.close()
+            self.registration = None
+        if self.server is not None:
+            await self.server.stop(0.5)
+            self.server = None
+
+    def stats(self, watched: list[TopicPartition], watched_leader: int) -> dict:
+        """This broker's figures; ``still_led`` counts ``watched`` partitions whose cached
+        leader is ``watched_leader`` (a failed broker's partitions not yet re-led here)."""
+        seen, cache = self.seen, self.metadata
+        still = 0
+        for tp in watched:
+            state = cache.partition(tp)
+            if state is not None and state.leader == watched_leader:
+                still += 1
+        return {
+            "broker_id": self.broker_id,
+            "broker_epoch": self.replicas.broker_epoch,
+            "controller_epoch": self.replicas.controller_epoch,
+            "hosted": len(self.replicas.partitions),
+            "leading": self.replicas.leader_count(),
+            "cached": cache.partition_count(),
+            "live_brokers": len(cache.alive_brokers()),
+            "epoch_seen_at": {str(k): v for k, v in seen.epoch_seen_at.items()},
+            "last_update_metadata_at": seen.last_update_metadata_at,
+            "update_metadata_bytes": seen.update_metadata_bytes,
+            "update_metadata_requests": seen.update_metadata_requests,
+            "digest_mismatches": seen.digest_mismatches,
+            "leader_and_isr_requests": seen.leader_and_isr_requests,
+            "stop_replica_requests": seen.stop_replica_requests,
+            "still_led": still,
+        }
