@@ -48,6 +48,7 @@ SUITES: tuple[SuiteEntry, ...] = (
     SuiteEntry("produce", "bench.produce"),
     SuiteEntry("throughput", "bench.throughput"),
     SuiteEntry("consumer_groups", "bench.consumer_groups"),
+    SuiteEntry("scale", "bench.scale"),
     SuiteEntry("pipeline_plan", "bench.pipeline_plan", optional=True),
 )
 

@@ -1,0 +1,278 @@
+"""The controller at scale, against a fleet of SIMULATED brokers (``python -m bench scale``).
+
+Simulated brokers (``services.broker_agent.simulation``) run the agent's real registration,
+session, control fence and BrokerControlService handling, without logs or a data plane, a
+hundred per process; every figure here is labelled "simulation". Per size (``B x P``: B brokers,
+P partitions, RF 3, 1,000 partitions a topic, preferred leaders rotating over the brokers), with
+2 controllers (the real service, default settings) and one etcd:
+
+1. **topic creation**: every topic's assignment written to etcd (as admin writes it), until every
+   broker hosts its replicas and caches every partition;
+2. **controller failover** (default delivery, digest-first): SIGKILL of the active controller,
+   until every broker accepted an UpdateMetadata of the new epoch, from the kill and from the old
+   election key's deletion (lease expiry); the UpdateMetadata bytes the brokers received;
+3. the same with the standby restarted under ``LEASEHOLD_DELIVERY=plain`` (every partition in
+   full at failover): the full path's bytes and times, same run;
+4. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
+   other broker's cache shows none of them led by it, from the kill and from its registration's
+   deletion;
+5. **controlled shutdown** of broker 2 (SIGTERM; the agent's shutdown), until the controller
+   answers "nothing left" and every broker's cache shows none of its partitions led by it.
+
+Memory after creation: controller RSS (active and standby), etcd's DB file, simulated brokers'
+RSS (all processes). Sizes: ``LEASEHOLD_BENCH_SCALE=100x100000,1000x100000`` (default
+``100x100000``; ``--quick``: 12 x 1,200).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+from bench.framework import BenchSuite, Column, Result, Row, RunContext
+from bench.observe import active_controller, controller_epoch, watch_until
+from bench.scenario import Layout, Scenario, Sizing, requests_answered, write_topics
+from bench.sim_fleet import Fleet, FleetProcess, rss_bytes, split_ids
+
+SIZES_ENV = "LEASEHOLD_BENCH_SCALE"
+DEFAULT_SIZES = "100x100000"
+QUICK_SIZES = "12x1200"
+PER_PROCESS = 100
+POLL_S = 0.25
+WAIT_S = 1800.0
+VICTIM, SHUTDOWN = 1, 2
+
+
+def sizes(quick: bool) -> list[tuple[int, int]]:
+    text = QUICK_SIZES if quick else os.environ.get(SIZES_ENV, DEFAULT_SIZES)
+    out = []
+    for item in text.split(","):
+        brokers, _, partitions = item.strip().partition("x")
+        out.append((int(brokers), int(partitions)))
+    return out
+
+
+def load_average() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def until(fleet: Fleet, done, what: str) -> list[dict]:
+    """Poll every broker's figures until ``done(stats)``; returns the last figures."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        stats = await fleet.stats()
+        if done(stats):
+            return stats
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"simulation: {what} not reached in {WAIT_S:g}s")
+        await asyncio.sleep(POLL_S)
+
+
+def total(stats: list[dict], key: str) -> int:
+    return sum(s[key] for s in stats)
+
+
+def hosted_by(layout: Layout, broker: int) -> list[tuple[str, int]]:
+    """The partitions ``broker`` is a replica of (any of which it may lead by now)."""
+    return [
+        (topic, p)
+        for topic, parts in layout.topics().items()
+        for p, replicas in parts.items()
+        if broker in replicas
+    ]
+
+
+async def controller_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]:
+    old_id, old_key = await active_controller(sc.client, sc.keyspace)
+    epoch, revision = await controller_epoch(sc.client, sc.keyspace)
+    before = await fleet.stats()
+    gone = asyncio.create_task(
+        watch_until(sc.client, old_key, start_revision=revision + 1, done=lambda e: e.deleted)
+    )
+    killed = time.time()
+    sc.signal_controller(old_id, signal.SIGKILL)
+    new = str(epoch + 1)
+    after = await until(
+        fleet, lambda st: all(new in s["epoch_seen_at"] for s in st), "new epoch everywhere"
+    )
+    expired = await asyncio.wait_for(gone, 60)
+    told = max(s["epoch_seen_at"][new] for s in after)
+    sent = total(after, "update_metadata_bytes") - total(before, "update_metadata_bytes")
+    mismatches = total(after, "digest_mismatches") - total(before, "digest_mismatches")
+    await sc.restart_controller(old_id)
+    return {
+        "from_fault_ms": (told - killed) * 1000,
+        "from_expiry_ms": (told - expired) * 1000,
+        "um_bytes": sent,
+        "mismatches": mismatches,
+    }
+
+
+async def broker_gone(
+    sc: Scenario, fleet: Fleet, proc: FleetProcess, layout: Layout, kill: bool
+) -> dict[str, float]:
+    broker = proc.ids[0]
+    await fleet.watch(broker, hosted_by(layout, broker))
+    _, revision = await controller_epoch(sc.client, sc.keyspace)
+    gone = asyncio.create_task(
+        watch_until(
+            sc.client,
+            sc.keyspace.broker(broker),
+            start_revision=revision + 1,
+            done=lambda e: e.deleted,
+        )
+    )
+    started = time.time()
+    answered = None
+    if kill:
+        proc.kill()
+    else:
+        answered = (await asyncio.to_thread(proc.terminate))["at"]
+    after = await until(
+        fleet, lambda st: all(s["still_led"] == 0 for s in st), f"broker {broker} re-led"
+    )
+    expired = await asyncio.wait_for(gone, 60)
+    told = max(s["last_update_metadata_at"] for s in after)
+    out = {"from_fault_ms": (told - started) * 1000, "from_expiry_ms": (told - expired) * 1000}
+    if answered is not None:
+        out["answered_ms"] = (answered - started) * 1000
+        del out["from_expiry_ms"]  # told before its key goes: no expiry to count from
+    return out
+
+
+async def full_metadata_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]:
+    """The standby restarted with the plain delivery (every partition in full at failover),
+    then the active controller killed: the full path's figures in the same run."""
+    active, _ = await active_controller(sc.client, sc.keyspace)
+    standby = next(c for c in sc.cluster.controllers if c != active)
+    sc.cluster.controllers[standby].env["LEASEHOLD_DELIVERY"] = "plain"
+    sc.signal_controller(standby, signal.SIGTERM)
+    await sc.restart_controller(standby)
+    await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+    return await controller_failover(sc, fleet)
+
+
+def memory(sc: Scenario, fleet: Fleet) -> dict[str, float]:
+    mib = 1 << 20
+    controllers = [rss_bytes(p.pid) for p in sc.cluster.controllers.values() if p.pid]
+    db = sc.cluster.workdir / "etcd" / "member" / "snap" / "db"
+    return {
+        "controller_rss_mib": max(controllers) / mib,
+        "etcd_db_mib": (db.stat().st_size if db.exists() else 0) / mib,
+        "sim_rss_mib": fleet.rss() / mib,
+    }
+
+
+async def one_size(brokers: int, partitions: int, quick: bool) -> tuple[list[Row], list[str]]:
+    ids = list(range(1, brokers + 1))
+    per_topic = 100 if quick else 1000
+    layout = Layout(partitions, min(per_topic, partitions), tuple(ids))
+    tag = f"{brokers:,} simulated brokers x {partitions:,} partitions"
+    rows: list[Row] = []
+    async with Scenario(controllers=2, brokers=0, sizing=Sizing.of(partitions)) as sc:
+        await sc.start_services()
+        per = 5 if quick else PER_PROCESS
+        groups = [[VICTIM], [SHUTDOWN], *split_ids(ids[2:], per)]
+        endpoints = [sc.cluster.etcd.endpoint]
+        fleet = Fleet(
+            [
+                FleetProcess(
+                    g, endpoints, sc.cluster.spec.cluster_id, sc.cluster.workdir / f"sim-{g[0]}.log"
+                )
+                for g in groups
+            ]
+        )
+        try:
+            await fleet.start()
+            await until(fleet, lambda st: all(s["live_brokers"] == brokers for s in st), "live")
+            started = time.time()
+            await write_topics(sc.client, sc.keyspace, layout.topics())
+            written = time.time()
+            want = partitions * layout.replication
+            stats = await until(
+                fleet,
+                lambda st: (
+                    all(s["cached"] == partitions for s in st)
+                    and total(st, "hosted") == want
+                    and total(st, "leading") == partitions
+                ),
+                "every partition hosted and cached",
+            )
+            told = max(
+                max(s["last_update_metadata_at"], s["last_leader_and_isr_at"]) for s in stats
+            )
+            rows.append(
+                Row(
+                    f"topic creation ({tag})",
+                    {
+                        "from_fault_ms": (told - started) * 1000,
+                        "etcd_write_ms": (written - started) * 1000,
+                    },
+                    note="simulation; from the first assignment write to every broker told",
+                )
+            )
+            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+            mem = memory(sc, fleet)
+            rows.append(Row(f"memory after creation ({tag})", mem, note="simulation"))
+            fast = await controller_failover(sc, fleet)
+            rows.append(Row(f"controller SIGKILL, digest-first ({tag})", fast, note="simulation"))
+            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+            led = f"{partitions // brokers:,} led"
+            killed = await broker_gone(sc, fleet, fleet.processes[0], layout, kill=True)
+            rows.append(Row(f"broker SIGKILL, {led} ({tag})", killed, note="simulation"))
+            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+            stopped = await broker_gone(sc, fleet, fleet.processes[1], layout, kill=False)
+            rows.append(Row(f"controlled shutdown, {led} ({tag})", stopped, note="simulation"))
+            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+            full = await full_metadata_failover(sc, fleet)
+            note = "simulation; LEASEHOLD_DELIVERY=plain; 2 brokers fewer (stopped above)"
+            rows.append(Row(f"controller SIGKILL, full metadata ({tag})", full, note=note))
+            losses = sc.lease_losses()
+        finally:
+            fleet.close()
+    return rows, [f"{tag}: etcd sessions lost by controllers {losses}; {load_average()}"]
+
+
+async def run(ctx: RunContext) -> list[Result]:
+    results = []
+    for brokers, partitions in sizes(ctx.quick):
+        rows, notes = await one_size(brokers, partitions, ctx.quick)
+        results.append(
+            Result(
+                f"simulation: {brokers:,} brokers x {partitions:,} partitions (RF 3)",
+                COLUMNS,
+                tuple(rows),
+                baseline=rows[0].label,
+                ratio_of="from_fault_ms",
+                notes=(
+                    "SIMULATED brokers (real registration, session, fence and control "
+                    "handling; no logs, no data plane); default TTL and settings",
+                    "from fault: the kill / SIGTERM / first write; from expiry: the lease's "
+                    "key deleted in etcd; UM bytes: UpdateMetadata bytes all brokers received",
+                    *notes,
+                ),
+            )
+        )
+    return results
+
+
+COLUMNS = (
+    Column("from_fault_ms", "from fault ms", ",.0f"),
+    Column("from_expiry_ms", "from expiry ms", ",.0f"),
+    Column("answered_ms", "shutdown answered ms", ",.0f"),
+    Column("etcd_write_ms", "etcd writes ms", ",.0f"),
+    Column("um_bytes", "UM bytes", ",.0f"),
+    Column("mismatches", "digest mismatches", ",.0f"),
+    Column("controller_rss_mib", "controller RSS MiB", ",.0f"),
+    Column("etcd_db_mib", "etcd DB MiB", ",.0f"),
+    Column("sim_rss_mib", "sim RSS MiB", ",.0f"),
+)
+
+SUITE = BenchSuite(
+    "scale",
+    "simulation: the controller with hundreds of simulated brokers and up to 10^6 partitions",
+    run,
+    time_limit_s=14_400.0,
+)

@@ -1,0 +1,160 @@
+"""Processes of simulated brokers (``python -m services.broker_agent.simulation``), driven from
+the scale benchmark over their stdin/stdout JSON lines, and what the benchmark reads of them.
+
+A fleet process holds many brokers; a broker the benchmark kills or shuts down runs alone in a
+process of its own, so the fault is a real SIGKILL / SIGTERM of the process holding it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY_TIMEOUT_S = 600.0
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of process ``pid`` (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+def split_ids(ids: Sequence[int], per_process: int) -> list[list[int]]:
+    """``ids`` cut into runs of at most ``per_process``."""
+    return [list(ids[i : i + per_process]) for i in range(0, len(ids), per_process)]
+
+
+def id_spec(ids: Iterable[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+@dataclass
+class FleetProcess:
+    """One simulation process: its broker ids, the Popen, and a lock around its command line."""
+
+    ids: list[int]
+    etcd: list[str]
+    cluster_id: str
+    log_path: Path
+    popen: subprocess.Popen | None = None
+    ports: dict[int, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        args = [
+            sys.executable, "-m", "services.broker_agent.simulation",
+            "--etcd", ",".join(self.etcd), "--cluster-id", self.cluster_id,
+            "--brokers", id_spec(self.ids),
+        ]  # fmt: skip
+        self._log = self.log_path.open("ab")
+        self.popen = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    def wait_ready(self) -> None:
+        line = self._read()
+        if "ready" not in line:
+            raise RuntimeError(f"simulation {self.ids[0]}..: {line}")
+        self.ports = {int(k): v for k, v in line["ready"].items()}
+
+    def _read(self) -> dict:
+        assert self.popen is not None and self.popen.stdout is not None
+        text = self.popen.stdout.readline()
+        if not text:
+            raise RuntimeError(
+                f"simulation process of brokers {self.ids[0]}.. exited "
+                f"(rc {self.popen.poll()}); see {self.log_path}"
+            )
+        return json.loads(text)
+
+    def ask(self, command: dict) -> dict:
+        """Send one command and read its answer (blocking; call through a thread)."""
+        assert self.popen is not None and self.popen.stdin is not None
+        with self._lock:
+            self.popen.stdin.write(json.dumps(command) + "\n")
+            self.popen.stdin.flush()
+            return self._read()
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.popen is not None
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait(30)
+
+    def terminate(self) -> dict:
+        """SIGTERM (the agent's controlled shutdown), then its ``shutdown`` line."""
+        assert self.popen is not None
+        self.popen.send_signal(signal.SIGTERM)
+        return self._read()
+
+    def close(self) -> None:
+        if self.alive():
+            self.kill()
+        if self.popen is not None and self.popen.stdin is not None:
+            self.popen.stdin.close()
+            self.popen.stdout.close()  # type: ignore[union-attr]
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
+
+
+class Fleet:
+    """Every simulation process of a run."""
+
+    def __init__(self, processes: list[FleetProcess]) -> None:
+        self.processes = processes
+
+    async def start(self) -> None:
+        for proc in self.processes:
+            proc.start()
+        await asyncio.wait_for(
+            asyncio.gather(*(asyncio.to_thread(p.wait_ready) for p in self.processes)),
+            READY_TIMEOUT_S,
+        )
+
+    def alive(self) -> list[FleetProcess]:
+        return [p for p in self.processes if p.alive()]
+
+    async def stats(self) -> list[dict]:
+        """Every live broker's figures (``SimulatedBroker.stats``)."""
+        answers = await asyncio.gather(
+            *(asyncio.to_thread(p.ask, {"cmd": "stats"}) for p in self.alive())
+        )
+        return [s for a in answers for s in a["stats"]]
+
+    async def watch(self, leader: int, partitions: list[tuple[str, int]]) -> None:
+        command = {"cmd": "watch", "leader": leader, "partitions": partitions}
+        await asyncio.gather(*(asyncio.to_thread(p.ask, command) for p in self.alive()))
+
+    def rss(self) -> int:
+        return sum(rss_bytes(p.pid) for p in self.alive())
+
+    def close(self) -> None:
+        for proc in self.processes:
+            proc.close()
