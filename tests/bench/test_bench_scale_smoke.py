@@ -1,0 +1,47 @@
+"""Smoke test of the scale benchmark (quick mode: 12 simulated brokers, 1,200 partitions)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from bench_smoke_harness import run_quick
+
+pytestmark = pytest.mark.e2e
+
+ROWS = {
+    "topic creation",
+    "controller SIGKILL, digest-first",
+    "broker SIGKILL, 100 led",
+    "controlled shutdown, 100 led",
+    "controller SIGKILL, full metadata",
+}
+
+
+def test_scale_reports_every_scenario_labelled_simulation(tmp_path):
+    proc = run_quick(["scale"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads((tmp_path / "scale.json").read_text())
+    assert (data["status"], data["error"]) == ("ok", "")
+    times, memory = data["results"]
+    assert times["title"] == "simulation: 12 brokers x 1,200 partitions (RF 3)"
+    assert memory["title"] == "simulation: memory, 12 brokers x 1,200 partitions (RF 3)"
+    rows = {r["label"]: r["values"] for r in times["rows"]}
+    assert set(rows) == ROWS
+    for row in times["rows"]:
+        assert row["note"].startswith("simulation"), row
+        assert all(math.isfinite(v) and v >= 0 for v in row["values"].values()), row
+        assert row["values"]["from_fault_ms"] > 0, row
+    # A SIGKILL is noticed when the lease expires: never sooner than from the expiry.
+    for label in ("controller SIGKILL, digest-first", "broker SIGKILL, 100 led"):
+        assert rows[label]["from_fault_ms"] > rows[label]["from_expiry_ms"], label
+    # Digest-first sends each broker its digest, not its partitions; no broker disagreed.
+    digest, full = (
+        rows["controller SIGKILL, digest-first"],
+        rows["controller SIGKILL, full metadata"],
+    )
+    assert digest["mismatches"] == 0
+    assert 0 < digest["um_bytes"] * 20 < full["um_bytes"]
+    (mem,) = memory["rows"]
+    assert all(v > 0 for v in mem["values"].values()), mem
