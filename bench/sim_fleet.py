@@ -8,6 +8,7 @@ process of its own, so the fault is a real SIGKILL / SIGTERM of the process hold
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -50,8 +51,10 @@ class FleetProcess:
     etcd: list[str]
     cluster_id: str
     log_path: Path
+    confirm_in_etcd: bool = False
     popen: subprocess.Popen | None = None
     ports: dict[int, int] = field(default_factory=dict)
+    leaving: bool = False  # signalled: asked nothing more
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
@@ -59,6 +62,7 @@ class FleetProcess:
             sys.executable, "-m", "services.broker_agent.simulation",
             "--etcd", ",".join(self.etcd), "--cluster-id", self.cluster_id,
             "--brokers", id_spec(self.ids),
+            *(["--confirm-in-etcd"] if self.confirm_in_etcd else []),
         ]  # fmt: skip
         self._log = self.log_path.open("ab")
         self.popen = subprocess.Popen(
@@ -103,6 +107,7 @@ class FleetProcess:
         return self.popen is not None and self.popen.poll() is None
 
     def kill(self) -> None:
+        self.leaving = True
         if self.alive():
             assert self.popen is not None
             self.popen.send_signal(signal.SIGKILL)
@@ -111,8 +116,10 @@ class FleetProcess:
     def terminate(self) -> dict:
         """SIGTERM (the agent's controlled shutdown), then its ``shutdown`` line."""
         assert self.popen is not None
-        self.popen.send_signal(signal.SIGTERM)
-        return self._read()
+        self.leaving = True
+        with self._lock:  # a stats call in flight reads its own answer first
+            self.popen.send_signal(signal.SIGTERM)
+            return self._read()
 
     def close(self) -> None:
         if self.alive():
@@ -139,7 +146,7 @@ class Fleet:
         )
 
     def alive(self) -> list[FleetProcess]:
-        return [p for p in self.processes if p.alive()]
+        return [p for p in self.processes if p.alive() and not p.leaving]
 
     async def stats(self) -> list[dict]:
         """Every live broker's figures (``SimulatedBroker.stats``)."""
@@ -158,3 +165,11 @@ class Fleet:
     def close(self) -> None:
         for proc in self.processes:
             proc.close()
+
+    def log_count(self, needle: str) -> int:
+        """Lines of every simulation process's log containing ``needle``."""
+        count = 0
+        for proc in self.processes:
+            with contextlib.suppress(OSError), proc.log_path.open(errors="replace") as f:
+                count += sum(needle in line for line in f)
+        return count

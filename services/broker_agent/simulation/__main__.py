@@ -10,8 +10,10 @@ JSON line each:
   broker's ``still_led`` counts those partitions its cache shows led by ``leader``;
 - ``{"cmd": "shutdown"}``: controlled shutdown of every broker here, then exit.
 
-SIGTERM does what the agent does on it: controlled shutdown, then revoke the sessions. Plaintext
-only (no TLS): the simulation runs on loopback, beside the benchmark that started it.
+SIGTERM does what the agent does on it: controlled shutdown, then revoke the sessions. The gRPC
+server is plaintext (loopback, beside the benchmark that started it), but the fence acts as a
+TLS broker's (the controller epoch checked against etcd's) unless ``--confirm-in-etcd`` asks for
+the plaintext broker's extra reads (every leader change and deletion confirmed in etcd).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class Fleet:
         self.keyspace = Keyspace(args.cluster_id)
         settings = default_settings(args.session_ttl)
         self.brokers = [
-            SimulatedBroker(b, args.host, self.etcd, self.keyspace, settings)
+            SimulatedBroker(b, args.host, self.etcd, self.keyspace, settings, args.confirm_in_etcd)
             for b in broker_ids(args.brokers)
         ]
         self.watched: list[TopicPartition] = []
@@ -144,6 +146,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--brokers", required=True, help="broker ids, e.g. 1-100,205")
     p.add_argument("--session-ttl", type=int, default=None, help="default: the agent's")
+    p.add_argument(
+        "--confirm-in-etcd",
+        action="store_true",
+        help="confirm every leader change and deletion in etcd, as a broker without TLS does "
+        "(default: as a broker with TLS, which checks only the controller epoch in etcd)",
+    )
     return p.parse_args(argv)
 
 

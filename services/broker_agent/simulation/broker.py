@@ -99,6 +99,7 @@ class SimulatedBroker:
         etcd: EtcdClient,
         keyspace: Keyspace,
         settings: SimSettings,
+        confirm_in_etcd: bool,
     ) -> None:
         self.broker_id = broker_id
         self.host = host
@@ -107,8 +108,9 @@ class SimulatedBroker:
         self.settings = settings
         self.metadata = MetadataCache()
         self.replicas = SimulatedReplicas(broker_id, self.metadata)
-        # Plaintext, as a broker without TLS: leader changes and deletions confirmed in etcd.
-        self.fence = ControlFence(etcd, keyspace, broker_id, confirm_in_etcd=True)
+        # Every request checked against etcd's controller epoch; leader changes and deletions
+        # also confirmed in etcd when asked (what a broker without TLS does: ``control_fence``).
+        self.fence = ControlFence(etcd, keyspace, broker_id, confirm_in_etcd=confirm_in_etcd)
         self.replicas.fence = self.fence
         self.seen = Observation()
         self.server: grpc.aio.Server | None = None
