@@ -125,7 +125,8 @@ class FleetProcess:
         if self.alive():
             self.kill()
         if self.popen is not None and self.popen.stdin is not None:
-            self.popen.stdin.close()
+            with contextlib.suppress(OSError):  # a killed process's pipe is broken
+                self.popen.stdin.close()
             self.popen.stdout.close()  # type: ignore[union-attr]
         if getattr(self, "_log", None) is not None:
             self._log.close()
