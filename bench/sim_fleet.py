@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 READY_TIMEOUT_S = 600.0
+EXIT_TIMEOUT_S = 60.0
 
 
 def rss_bytes(pid: int) -> int:
@@ -114,12 +115,14 @@ class FleetProcess:
             self.popen.wait(30)
 
     def terminate(self) -> dict:
-        """SIGTERM (the agent's controlled shutdown), then its ``shutdown`` line."""
+        """SIGTERM (the agent's controlled shutdown): its ``shutdown`` line, once it exited."""
         assert self.popen is not None
         self.leaving = True
         with self._lock:  # a stats call in flight reads its own answer first
             self.popen.send_signal(signal.SIGTERM)
-            return self._read()
+            line = self._read()
+        self.popen.wait(EXIT_TIMEOUT_S)
+        return line
 
     def close(self) -> None:
         if self.alive():

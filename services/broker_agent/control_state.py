@@ -5,11 +5,12 @@ point where they touch logs (seed 001 §2-3).
 controller epoch it last accepted, the etcd fence, the metadata cache) and runs, under one lock
 (Kafka's ``replicaStateChangeLock``), the fences of LeaderAndIsr, StopReplica and UpdateMetadata,
 each partition's decision (``control``), UpdateMetadata into the cache (digest check included),
-and the per-partition answers. What a decision does to a replica is left to two hooks:
+and the per-partition answers. What a decision does to a replica is left to the hooks:
 
 - ``_apply_leader_and_isr`` gets a request that passed the fences; it calls :func:`classify`
   (the per-partition leader-epoch decision) and changes roles;
-- ``_stop_partitions`` gets the StopReplica partitions that passed their checks.
+- ``_stop_partitions`` gets the StopReplica partitions that passed their checks;
+- ``_metadata_deleted`` gets the partitions an UpdateMetadata removed.
 
 The real broker's ``ReplicaManager`` implements them with logs and fetchers; a simulated broker
 (``services.broker_agent.simulation``) keeps a leader and an epoch per partition and nothing
@@ -19,6 +20,7 @@ with the real broker's answers. Nothing here imports logs, fetchers or client se
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -77,7 +79,7 @@ class Deciding(Protocol):
     def hosting(self, tp: TopicPartition, partition: Replica | None) -> Hosted: ...
 
 
-class ControlState:
+class ControlState(abc.ABC):
     """Fences, per-partition decisions and answers of the control requests (see module doc).
 
     ``partitions`` maps each hosted partition to its replica (anything with ``leader_epoch`` and
@@ -107,11 +109,13 @@ class ControlState:
     def hosting(self, tp: TopicPartition, partition: Replica | None) -> Hosted:
         return Hosted.ONLINE if partition is not None else Hosted.NONE
 
+    @abc.abstractmethod
     async def _apply_leader_and_isr(self, request: LeaderAndIsr) -> ControlResult:
-        raise NotImplementedError
+        """Apply a LeaderAndIsr that passed the fences (its epoch already taken)."""
 
+    @abc.abstractmethod
     async def _stop_partitions(self, stopping: list[StopReplicaPartition], errors: Errors) -> None:
-        raise NotImplementedError
+        """Stop the replicas ``stopping`` (their checks passed), noting failures in ``errors``."""
 
     # ----------------------------------------------------------------- fences
 
@@ -210,6 +214,7 @@ class ControlState:
             self._metadata_deleted(deleted)
             return ControlResult(Code.NONE)
 
+    @abc.abstractmethod
     def _metadata_deleted(self, deleted: list[TopicPartition]) -> None:
         """Partitions an UpdateMetadata removed from the cache (their waiters may care)."""
 

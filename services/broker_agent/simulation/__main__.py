@@ -25,6 +25,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -105,9 +106,19 @@ class Fleet:
         return {"error": f"unknown command {cmd!r}"}
 
     async def commands(self) -> None:
+        """Answer stdin's commands until ``shutdown``, end of input or SIGTERM. Lines are read
+        on a daemon thread: a blocked read must not keep the process from exiting."""
         loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str] = asyncio.Queue()
+
+        def read() -> None:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, "")
+
+        threading.Thread(target=read, name="commands", daemon=True).start()
         while not self._stopping.is_set():
-            line = await loop.run_in_executor(None, sys.stdin.readline)
+            line = await lines.get()
             if not line:
                 break
             command = json.loads(line)

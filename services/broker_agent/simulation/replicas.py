@@ -67,3 +67,6 @@ class SimulatedReplicas(ControlState):
                 replica = self.partitions.get(ps.tp)
                 if replica is not None:
                     replica.is_leader = False
+
+    def _metadata_deleted(self, deleted: list[TopicPartition]) -> None:
+        """Nothing waits on a simulated replica (no produce or fetch)."""
