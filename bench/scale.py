@@ -63,6 +63,10 @@ def load_average() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+class OverloadedError(RuntimeError):
+    """Simulated brokers lost sessions: the machine cannot carry the size any further."""
+
+
 async def until(fleet: Fleet, done, what: str) -> list[dict]:
     """Poll every broker's figures until ``done(stats)``; returns the last figures."""
     deadline = time.monotonic() + WAIT_S
@@ -74,8 +78,8 @@ async def until(fleet: Fleet, done, what: str) -> list[dict]:
         if lost:
             # A broker that lost its session re-registers as a restarted one: what follows
             # measures the machine's overload, not the scenario.
-            raise RuntimeError(
-                f"simulation: simulated brokers lost {lost} etcd session(s) waiting for "
+            raise OverloadedError(
+                f"simulated brokers lost {lost} etcd session(s) waiting for "
                 f"{what} ({load_average()}): this machine cannot carry this size"
             )
         if time.monotonic() > deadline:
@@ -178,6 +182,28 @@ def memory(sc: Scenario, fleet: Fleet) -> dict[str, float]:
     }
 
 
+async def scenarios(sc: Scenario, fleet: Fleet, layout: Layout, rows: list[Row]) -> str:
+    """The failures, in order, each a row; stops at the first overload and says where."""
+    brokers, partitions = len(layout.brokers), layout.partitions
+    try:
+        fast = await controller_failover(sc, fleet)
+        rows.append(Row("controller SIGKILL, digest-first", fast, note="simulation"))
+        await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+        led = f"{partitions // brokers:,} led"
+        killed = await broker_gone(sc, fleet, fleet.processes[0], layout, kill=True)
+        rows.append(Row(f"broker SIGKILL, {led}", killed, note="simulation"))
+        await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+        stopped = await broker_gone(sc, fleet, fleet.processes[1], layout, kill=False)
+        rows.append(Row(f"controlled shutdown, {led}", stopped, note="simulation"))
+        await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+        full = await full_metadata_failover(sc, fleet)
+        note = "simulation; LEASEHOLD_DELIVERY=plain; 2 brokers fewer (stopped above)"
+        rows.append(Row("controller SIGKILL, full metadata", full, note=note))
+    except OverloadedError as exc:
+        return f"STOPPED after {len(rows)} of 5 rows: {exc}"
+    return ""
+
+
 async def one_size(
     brokers: int, partitions: int, quick: bool
 ) -> tuple[list[Row], dict[str, float], list[str]]:
@@ -234,19 +260,7 @@ async def one_size(
             )
             await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
             mem = memory(sc, fleet)
-            fast = await controller_failover(sc, fleet)
-            rows.append(Row("controller SIGKILL, digest-first", fast, note="simulation"))
-            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
-            led = f"{partitions // brokers:,} led"
-            killed = await broker_gone(sc, fleet, fleet.processes[0], layout, kill=True)
-            rows.append(Row(f"broker SIGKILL, {led}", killed, note="simulation"))
-            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
-            stopped = await broker_gone(sc, fleet, fleet.processes[1], layout, kill=False)
-            rows.append(Row(f"controlled shutdown, {led}", stopped, note="simulation"))
-            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
-            full = await full_metadata_failover(sc, fleet)
-            note = "simulation; LEASEHOLD_DELIVERY=plain; 2 brokers fewer (stopped above)"
-            rows.append(Row("controller SIGKILL, full metadata", full, note=note))
+            stopped_by = await scenarios(sc, fleet, layout, rows)
             losses = sc.lease_losses()
         finally:
             fleet.close()
@@ -264,6 +278,7 @@ async def one_size(
             f"{per} simulated brokers per process; fence: {fence}",
             f"etcd sessions lost: controllers {losses}, simulated brokers {sim_losses} "
             f"(renewals late: {late}); {load_average()} at the end",
+            *([stopped_by] if stopped_by else []),
         ],
     )
 
