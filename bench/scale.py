@@ -87,6 +87,13 @@ async def until(fleet: Fleet, done, what: str) -> list[dict]:
         await asyncio.sleep(POLL_S)
 
 
+async def quiet(sc: Scenario) -> None:
+    """Until no controller has a request queued and both are idle: a standby restarted by the
+    step before is still loading the cluster for a while, and a fault then would time that."""
+    await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+    await sc.settle(timeout=WAIT_S)
+
+
 def total(stats: list[dict], key: str) -> int:
     return sum(s[key] for s in stats)
 
@@ -167,7 +174,7 @@ async def full_metadata_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]
     sc.cluster.controllers[standby].env["LEASEHOLD_DELIVERY"] = "plain"
     sc.signal_controller(standby, signal.SIGTERM)
     await sc.restart_controller(standby)
-    await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+    await quiet(sc)
     return await controller_failover(sc, fleet)
 
 
@@ -188,14 +195,14 @@ async def scenarios(sc: Scenario, fleet: Fleet, layout: Layout, rows: list[Row])
     try:
         fast = await controller_failover(sc, fleet)
         rows.append(Row("controller SIGKILL, digest-first", fast, note="simulation"))
-        await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+        await quiet(sc)
         led = f"{partitions // brokers:,} led"
         killed = await broker_gone(sc, fleet, fleet.processes[0], layout, kill=True)
         rows.append(Row(f"broker SIGKILL, {led}", killed, note="simulation"))
-        await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+        await quiet(sc)
         stopped = await broker_gone(sc, fleet, fleet.processes[1], layout, kill=False)
         rows.append(Row(f"controlled shutdown, {led}", stopped, note="simulation"))
-        await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+        await quiet(sc)
         full = await full_metadata_failover(sc, fleet)
         note = "simulation; LEASEHOLD_DELIVERY=plain; 2 brokers fewer (stopped above)"
         rows.append(Row("controller SIGKILL, full metadata", full, note=note))
@@ -258,7 +265,7 @@ async def one_size(
                     note="simulation; from the first assignment write to every broker told",
                 )
             )
-            await requests_answered(list(sc.cluster.controllers.values()), timeout=WAIT_S)
+            await quiet(sc)
             mem = memory(sc, fleet)
             stopped_by = await scenarios(sc, fleet, layout, rows)
             losses = sc.lease_losses()
