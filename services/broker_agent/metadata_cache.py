@@ -153,7 +153,8 @@ class MetadataCache:
     def partition(self, tp: TopicPartition) -> MetadataPartition | None:
         return self._partitions.get(tp.topic, {}).get(tp.partition)
 
-    def partition_count(self) -> int:
+    def cached_partitions(self) -> int:
+        """How many partitions the cache holds, of every topic."""
         return sum(len(by_index) for by_index in self._partitions.values())
 
     def contains(self, tp: TopicPartition) -> bool:

@@ -185,7 +185,7 @@ class SimulatedBroker:
             "controller_epoch": self.replicas.controller_epoch,
             "hosted": len(self.replicas.partitions),
             "leading": self.replicas.leader_count(),
-            "cached": cache.partition_count(),
+            "cached": cache.cached_partitions(),
             "live_brokers": len(cache.alive_brokers()),
             "epoch_seen_at": {str(k): v for k, v in seen.epoch_seen_at.items()},
             "last_update_metadata_at": seen.last_update_metadata_at,
