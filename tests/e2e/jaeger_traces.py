@@ -14,25 +14,14 @@ page, and the picture is of a plain waterfall drawn from the same API answer ins
 from __future__ import annotations
 
 import html
-import shutil
-import subprocess
 import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from leasehold.testing import browser
+
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output" / "jaeger"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-)
 
 
 @dataclass(frozen=True)
@@ -146,30 +135,16 @@ def _placeholder(ui_url: str) -> bool:
 def screenshot(trace: Trace, ui_url: str, name: str) -> Path | None:
     """A PNG of ``trace`` in Jaeger's UI (or, without UI assets, of a waterfall drawn from the
     API's answer); None when Chromium is not installed."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
+    if browser.find_chromium() is None:
         return None
     OUTPUT.mkdir(parents=True, exist_ok=True)
     out = OUTPUT / f"{name}.png"
     url = f"{ui_url}/trace/{trace.trace_id}"
-    with tempfile.TemporaryDirectory(prefix="leasehold-chromium-") as profile:
+    with tempfile.TemporaryDirectory(prefix="leasehold-trace-") as tmp:
+        page: Path | str = url
         if _placeholder(ui_url):
-            page = Path(profile) / "trace.html"
+            page = Path(tmp) / "trace.html"
             note = f"Drawn from {url} 's JSON: this Jaeger binary has no UI assets."
             page.write_text(_waterfall(trace, note))
-            url = page.as_uri()
-        subprocess.run(
-            [
-                chromium,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}/profile",
-                "--window-size=1600,1000",
-                "--virtual-time-budget=5000",
-                f"--screenshot={out}",
-                url,
-            ],
-            capture_output=True,
-            timeout=90,
-            check=True,
-        )
+        browser.screenshot(page, out, width=1600, height=1000)
     return out

@@ -75,11 +75,12 @@ def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         )
 
 
-def screenshot(page: Path, png: Path, width: int = 1400, height: int = 2400) -> Path:
-    """Render ``page`` in a ``width`` x ``height`` window into ``png``."""
-    result = _run(
-        [f"--window-size={width},{height}", f"--screenshot={png}", page.resolve().as_uri()], 120
-    )
+def screenshot(page: Path | str, png: Path, width: int = 1400, height: int = 2400) -> Path:
+    """Render ``page`` (a file, or a URL) in a ``width`` x ``height`` window into ``png``, once
+    its scripts have had five seconds of virtual time."""
+    url = page.resolve().as_uri() if isinstance(page, Path) else page
+    args = [f"--window-size={width},{height}", "--virtual-time-budget=5000", f"--screenshot={png}"]
+    result = _run([*args, url], 120)
     if not png.exists():
         raise RuntimeError(f"chromium wrote no screenshot: {result.stderr[-2000:]}")
     return png
