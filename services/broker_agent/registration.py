@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from leasehold.etcd import EtcdClient, EtcdError, Keyspace, Session
+from leasehold.etcd import EtcdClient, EtcdError, Keyspace, Renewer, Session
 from leasehold.etcd.client import cmp_create_revision, op_get, op_put
 from leasehold.metadata.v1 import metadata_pb2
 from services.broker_agent.model import Endpoint
@@ -39,6 +39,7 @@ class Registration:
         endpoint: Endpoint,
         session_ttl: int,
         on_epoch: Callable[[int], None] | None = None,
+        renewer: Renewer | None = None,
     ) -> None:
         self.client = client
         self.keyspace = keyspace
@@ -48,6 +49,7 @@ class Registration:
         self.epoch = -1
         self.incarnation_id = uuid.uuid4().hex
         self._on_epoch = on_epoch
+        self._renewer = renewer  # shared with other brokers of the process (simulation)
         self._task: asyncio.Task | None = None
         self._closing = False
 
@@ -68,7 +70,7 @@ class Registration:
 
     async def _try_register(self) -> int | None:
         """One attempt: the new epoch, or None when the key is held by another lease."""
-        session = await Session(self.client, self.session_ttl).start()
+        session = await Session(self.client, self.session_ttl, renewer=self._renewer).start()
         try:
             result = await self.client.txn(
                 [cmp_create_revision(self.key, "=", 0)],

@@ -9,7 +9,7 @@ from leasehold.etcd.client import (
     WatchEvent,
 )
 from leasehold.etcd.keys import Keyspace
-from leasehold.etcd.session import Session
+from leasehold.etcd.session import Renewer, Session
 
 __all__ = [
     "KV",
@@ -17,6 +17,7 @@ __all__ = [
     "EtcdClient",
     "EtcdError",
     "Keyspace",
+    "Renewer",
     "Session",
     "TxnResult",
     "WatchEvent",

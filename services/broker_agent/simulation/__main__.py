@@ -1,9 +1,9 @@
 """``python -m services.broker_agent.simulation``: a fleet of simulated brokers in one process.
 
 Each broker has its own gRPC port, etcd session and registration (``broker``), with the real
-agent's defaults (``BrokerConfig``). Once all are registered the process prints one JSON line,
-``{"ready": {<broker id>: <port>}}``, then answers JSON commands, one per stdin line, with one
-JSON line each:
+agent's defaults (``BrokerConfig``); one thread renews all their leases (``Renewer``). Once all
+are registered the process prints one JSON line, ``{"ready": {<broker id>: <port>}}``, then
+answers JSON commands, one per stdin line, with one JSON line each:
 
 - ``{"cmd": "stats"}``: every broker's figures (``SimulatedBroker.stats``) and the process RSS;
 - ``{"cmd": "watch", "leader": <id>, "partitions": [[topic, p], ...]}``: from now on each
@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd import EtcdClient, Keyspace, Renewer
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.model import TopicPartition
 from services.broker_agent.simulation.broker import SimSettings, SimulatedBroker
@@ -77,8 +77,12 @@ class Fleet:
         self.etcd = EtcdClient(args.etcd.split(","))
         self.keyspace = Keyspace(args.cluster_id)
         settings = default_settings(args.session_ttl)
+        # One renewal thread and stream for every broker's lease here (each lease its own).
+        self.renewer = Renewer(self.etcd, name="fleet-leases")
         self.brokers = [
-            SimulatedBroker(b, args.host, self.etcd, self.keyspace, settings, args.confirm_in_etcd)
+            SimulatedBroker(
+                b, args.host, self.etcd, self.keyspace, settings, args.confirm_in_etcd, self.renewer
+            )
             for b in broker_ids(args.brokers)
         ]
         self.watched: list[TopicPartition] = []
@@ -132,6 +136,7 @@ class Fleet:
         results = await asyncio.gather(*(b.controlled_shutdown() for b in self.brokers))
         print(json.dumps({"shutdown": all(results), "at": time.time()}), flush=True)
         await asyncio.gather(*(b.stop() for b in self.brokers))
+        await asyncio.to_thread(self.renewer.stop)
         for task in self._fences:
             task.cancel()
         await self.etcd.close()

@@ -1,5 +1,7 @@
 """One simulated broker: its own gRPC server (BrokerControlService only), etcd session and
-registration, control fence and metadata cache, as the real agent wires them (``app``).
+registration, control fence and metadata cache, as the real agent wires them (``app``). Its
+session's lease is its own; the thread renewing it is the process's (``Renewer``), shared by
+every broker there.
 
 What it leaves out is the data plane: no logs, no fetchers, no BrokerService, no ISR proposals.
 It records what the scale benchmark reads (``Observation``): when each controller epoch was
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 import grpc
 
 from leasehold.broker.v1 import control_pb2_grpc
-from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd import EtcdClient, Keyspace, Renewer
 from leasehold.grpc_errors import ErrorInterceptor
 from leasehold.peer_auth import SERVICE_ROLES
 from leasehold.request_bounds import RequestBoundsInterceptor
@@ -100,8 +102,10 @@ class SimulatedBroker:
         keyspace: Keyspace,
         settings: SimSettings,
         confirm_in_etcd: bool,
+        renewer: Renewer | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.renewer = renewer
         self.host = host
         self.etcd = etcd
         self.keyspace = keyspace
@@ -136,7 +140,7 @@ class SimulatedBroker:
         self.server = server
         endpoint = Endpoint(self.broker_id, self.host, self.port, "")
         self.registration = Registration(
-            self.etcd, self.keyspace, endpoint, s.session_ttl, self._on_epoch
+            self.etcd, self.keyspace, endpoint, s.session_ttl, self._on_epoch, self.renewer
         )
         await self.registration.register()
 

@@ -101,3 +101,19 @@ def test_renewal_timeout_never_runs_past_the_deadline():
 @pytest.mark.parametrize(("ttl", "interval"), [(2, 1 / 3), (3, 0.5), (60, 0.5)])
 def test_keep_alive_interval(ttl, interval):
     assert keep_alive_interval(ttl) == pytest.approx(interval)
+
+
+def test_the_renewer_asks_together_for_every_lease_due_within_the_slack_of_the_first():
+    from leasehold.etcd.lease import Step
+    from leasehold.etcd.session import Held, due_now
+
+    def held(lease_id: int, wait_s: float | None) -> Held:
+        h = Held(lease_id, tracker(), lambda state: None, last_sent=100.0)
+        h.step = None if wait_s is None else Step(Ask.KEEP_ALIVE, wait_s, 1.0)
+        return h
+
+    leases = [held(1, 0.30), held(2, 0.25), held(3, 0.34), held(4, 0.5), held(5, None)]
+    wait, batch = due_now(leases, now=100.0, slack=0.1)
+    assert wait == pytest.approx(0.25)
+    assert [h.lease_id for h in batch] == [1, 2, 3]
+    assert due_now([held(6, None)], now=100.0, slack=0.1) == (-1.0, [])
