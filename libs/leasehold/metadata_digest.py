@@ -14,6 +14,10 @@ state's protobuf encoding (``UpdateMetadataPartitionState``, as the controller s
 and as protobuf re-serialises it after a parse: fields in number order, defaults omitted). A
 sum can be updated one partition at a time, in any order, which is what both caches need.
 Partitions the broker does not cache (a topic being deleted, leader -2) are not in it.
+The live brokers have a digest of the same kind (``live_brokers_base``): the sum of BLAKE2b-128
+of each live broker's ``BrokerEndpoint`` encoding. The controller names the set a broker should
+hold and sends only what changed since it (brokers that joined, changed or left), so a failover
+or a broker failure costs each broker the change, not the whole cluster's broker list.
 Collisions are a 2**-128 chance per comparison; nothing here is adversarial, the controller
 is trusted and the worst outcome of a mismatch is the full request.
 """
@@ -29,6 +33,11 @@ _MODULUS = 1 << (8 * DIGEST_SIZE)
 def state_hash(encoded_state: bytes) -> int:
     """One partition state's contribution, from its ``UpdateMetadataPartitionState`` bytes."""
     return int.from_bytes(blake2b(encoded_state, digest_size=DIGEST_SIZE).digest(), "little")
+
+
+def endpoint_hash(encoded_endpoint: bytes) -> int:
+    """One live broker's contribution, from its ``BrokerEndpoint`` bytes."""
+    return int.from_bytes(blake2b(encoded_endpoint, digest_size=DIGEST_SIZE).digest(), "little")
 
 
 def combine(total: int, added: int = 0, removed: int = 0) -> int:

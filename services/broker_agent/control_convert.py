@@ -147,6 +147,13 @@ def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> Updat
         controller_port=request.controller_port,
         state_hashes=tuple(state_hash(s.SerializeToString()) for s in request.partition_states),
         metadata_digest=request.metadata_digest,
+        live_brokers_base=(
+            request.live_brokers_base if request.HasField("live_brokers_base") else None
+        ),
+        removed_brokers=tuple(request.removed_brokers),
+        endpoint_hashes=tuple(
+            metadata_digest.endpoint_hash(e.SerializeToString()) for e in request.live_brokers
+        ),
     )
 
 

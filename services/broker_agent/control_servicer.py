@@ -81,7 +81,18 @@ async def _result_fields(result: ControlResult) -> dict[str, Any]:
 
 def _check_digest_only(request: UpdateMetadata) -> None:
     """A digest-only UpdateMetadata stands for the states the broker holds: it cannot also
-    carry changes (their effect on the digest would be the broker's guess)."""
+    carry changes (their effect on the digest would be the broker's guess). Live brokers named
+    as a change need the digest of the set they change."""
+    base = request.live_brokers_base
+    if base is not None and len(base) != metadata_digest.DIGEST_SIZE:
+        raise InvalidRequestError(
+            Code.INVALID_REQUEST,
+            f"live_brokers_base must be {metadata_digest.DIGEST_SIZE} bytes, got {len(base)}",
+        )
+    if base is None and request.removed_brokers:
+        raise InvalidRequestError(
+            Code.INVALID_REQUEST, "removed_brokers needs live_brokers_base (the set it changes)"
+        )
     if not request.metadata_digest:
         return
     if len(request.metadata_digest) != metadata_digest.DIGEST_SIZE:

@@ -209,6 +209,15 @@ class ControlState(abc.ABC):
                     f"metadata digest {request.metadata_digest.hex()}, the cache has "
                     f"{self.metadata.digest().hex()}: nothing applied, send every partition",
                 )
+            base = request.live_brokers_base
+            if base is not None and base != self.metadata.brokers_digest():
+                return ControlResult(
+                    Code.METADATA_DIGEST_MISMATCH,
+                    f"UpdateMetadata of controller epoch {request.controller_epoch} names the "
+                    f"live brokers as a change from the set with digest {base.hex()}, the cache "
+                    f"has {self.metadata.brokers_digest().hex()}: nothing applied, send every "
+                    "live broker",
+                )
             self.controller_epoch = request.controller_epoch
             deleted = self.metadata.update(request)
             self._metadata_deleted(deleted)

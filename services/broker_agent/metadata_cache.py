@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from leasehold import metadata_digest
 from leasehold.broker.v1 import control_pb2
+from leasehold.common.v1 import common_pb2
 from services.broker_agent.model import (
     LEADER_DURING_DELETE,
     NO_LEADER,
@@ -67,6 +68,10 @@ class MetadataCache:
 
     def __init__(self) -> None:
         self._brokers: dict[int, Endpoint] = {}
+        # Per live broker its ``metadata_digest.endpoint_hash``, and their sum: the digest an
+        # UpdateMetadata naming the live brokers as a change is checked against.
+        self._broker_hashes: dict[int, int] = {}
+        self._brokers_digest = 0
         self._partitions: dict[str, dict[int, MetadataPartition]] = {}
         # Per cached partition its ``metadata_digest.state_hash``, and their sum: the digest a
         # new controller's digest-only UpdateMetadata is checked against.
@@ -84,15 +89,42 @@ class MetadataCache:
         """The digest of the cached partition states (``leasehold.metadata_digest``)."""
         return metadata_digest.to_bytes(self._digest)
 
+    def brokers_digest(self) -> bytes:
+        """The digest of the live brokers (``UpdateMetadataRequest.live_brokers_base``)."""
+        return metadata_digest.to_bytes(self._brokers_digest)
+
+    def _update_brokers(self, request: UpdateMetadata) -> None:
+        """The live brokers: the request's whole set, or its change applied to ours (the caller
+        has checked ``brokers_digest()`` against its base)."""
+        hashes = request.endpoint_hashes
+        if len(hashes) != len(request.live_brokers):
+            hashes = tuple(endpoint_hash(b) for b in request.live_brokers)
+        if request.live_brokers_base is None:
+            brokers = {b.broker_id: b for b in request.live_brokers}
+            broker_hashes = {
+                b.broker_id: h for b, h in zip(request.live_brokers, hashes, strict=True)
+            }
+        elif request.live_brokers or request.removed_brokers:
+            brokers, broker_hashes = dict(self._brokers), dict(self._broker_hashes)
+            for broker_id in request.removed_brokers:
+                brokers.pop(broker_id, None)
+                broker_hashes.pop(broker_id, None)
+            for b, h in zip(request.live_brokers, hashes, strict=True):
+                brokers[b.broker_id] = b
+                broker_hashes[b.broker_id] = h
+        else:
+            return  # unchanged
+        if brokers != self._brokers:
+            self._views.clear()
+        self._brokers, self._broker_hashes = brokers, broker_hashes
+        self._brokers_digest = metadata_digest.combine(sum(broker_hashes.values()))
+
     def update(self, request: UpdateMetadata) -> list[TopicPartition]:
         """Apply an accepted UpdateMetadata; returns the partitions it deleted.
 
         A digest-only request is applied only by the caller that has checked ``digest()``
         against it: it then changes the controller and the live brokers, nothing else."""
-        brokers = {b.broker_id: b for b in request.live_brokers}
-        if brokers.keys() != self._brokers.keys():
-            self._views.clear()
-        self._brokers = brokers
+        self._update_brokers(request)
         self.controller_id = request.controller_id
         self.controller_epoch = request.controller_epoch
         if request.controller_host and request.controller_port:
@@ -234,6 +266,15 @@ class MetadataCache:
         if leader_alive:
             return Code.NONE, state.leader, offline
         return Code.LEADER_NOT_AVAILABLE, NO_LEADER, offline
+
+
+def endpoint_hash(endpoint: Endpoint) -> int:
+    """``metadata_digest.endpoint_hash`` of an endpoint built in code, encoded as the controller
+    encodes it."""
+    encoded = common_pb2.BrokerEndpoint(
+        broker_id=endpoint.broker_id, host=endpoint.host, port=endpoint.port, rack=endpoint.rack
+    ).SerializeToString()
+    return metadata_digest.endpoint_hash(encoded)
 
 
 def state_hash(state: MetadataPartition) -> int:

@@ -155,6 +155,13 @@ class UpdateMetadata:
     # A digest-only request (no partitions, no deleted topics): the cache must already hold
     # exactly the states with this digest (``leasehold.metadata_digest``); empty otherwise.
     metadata_digest: bytes = b""
+    # Set: ``live_brokers`` joined or changed and ``removed_brokers`` left since the live set
+    # with this digest, which the cache must hold; None: ``live_brokers`` is the whole set.
+    live_brokers_base: bytes | None = None
+    removed_brokers: tuple[int, ...] = ()
+    # ``leasehold.metadata_digest.endpoint_hash`` of each of ``live_brokers``, in order (empty
+    # when built in code: the cache computes them).
+    endpoint_hashes: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

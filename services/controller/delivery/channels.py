@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +80,11 @@ class ChannelSettings:
     timeout_per_partition_s: float = 0.0002
     backoff_s: float = 0.1
     backoff_max_s: float = 2.0
+    # A LeaderAndIsr or UpdateMetadata naming more partitions is sent as several requests
+    # (pages) of at most this many, in order: a broker refuses one above its own limit
+    # (``max_control_partitions_per_request``, 250,000 by default), gRPC one above 64 MiB, and
+    # a smaller page is taken, decoded and answered while the next is on its way.
+    max_partitions_per_request: int = 50_000
 
     def timeout_for(self, partitions: int) -> float:
         return self.request_timeout_s + partitions * self.timeout_per_partition_s
@@ -108,6 +115,9 @@ class _Broker:
     finished: int = 0
     progress: asyncio.Event = field(default_factory=asyncio.Event)
     sending_in_full: wire.DigestFirst | None = None  # its full request is being sent
+    # The live brokers as of the last UpdateMetadata queued to it, which it holds once that is
+    # answered: the next one names the change from it (None: not known, the whole set).
+    live_sent: tuple[BrokerInfo, ...] | None = None
     sent: SentStates = field(default_factory=SentStates)  # queued this event (``sent_states``)
     last_of_batch: bool = False  # the request being sent is its batch's last
     more_coming: Callable[[], bool] = lambda: False  # the manager's ``expect_more`` is held
@@ -120,7 +130,7 @@ class _Broker:
         if isinstance(request, wire.EncodedRequest):
             data = request.payload
             pending = self.sending_in_full
-            if pending is not None and request is pending.full:
+            if pending is not None and request is pending.pages[0]:
                 self.sending_in_full = None
                 pending.settled.set()
         else:
@@ -231,12 +241,17 @@ class ControllerChannelManager:
         The batch gives every broker the same UpdateMetadata partition states (one tuple), so
         they are encoded once and follow each broker's own header. Partition states equal to
         those already queued to the same broker in this controller event are left out
-        (``sent_states``), and a request left with none is not sent.
+        (``sent_states``), and a request left with none is not sent. A request naming more
+        than ``max_partitions_per_request`` partitions goes as several (pages). UpdateMetadata
+        names the live brokers as the change since the set last queued to the broker
+        (``wire.change``), and in whole only if the broker answers that it holds another set.
         """
         s = self.settings
-        bodies: dict[object, bytes] = {}
+        page = max(1, s.max_partitions_per_request)
+        bodies: dict[object, list[tuple[bytes, int]]] = {}
         # Each LeaderAndIsr partition state is encoded once, however many brokers get it.
         states: dict[int, bytes] = {}
+        changes: dict[tuple[int, int], wire.LiveBrokers] = {}
 
         def encode_state(state: LeaderAndIsrPartitionState) -> bytes:
             data = states.get(id(state))  # every state outlives this call: ids stay unique
@@ -249,29 +264,93 @@ class ControllerChannelManager:
             broker = self._brokers.get(broker_id)
             if broker is not None:
                 req = broker.sent.unsent_requests(req)
-            um = None
+            ums: list[Request] = []
             if req.update_metadata is not None:
                 key = _body_key(req.update_metadata, batch_um)
                 if key not in bodies:
-                    bodies[key] = wire.update_metadata_body(req.update_metadata)
-                um = wire.encoded_update_metadata(
-                    req, s.controller_host, s.controller_port, bodies[key], len(req.update_metadata)
+                    bodies[key] = [
+                        (wire.update_metadata_body(chunk), len(chunk))
+                        for chunk in pages(req.update_metadata, page)
+                    ]
+                ums = self._update_metadata_pages(broker, req, bodies[key], changes)
+            lais = [
+                wire.encoded_leader_and_isr(
+                    req
+                    if chunk is req.leader_and_isr
+                    else dataclasses.replace(req, leader_and_isr=chunk),
+                    encode_state,
                 )
+                for chunk in pages(req.leader_and_isr, page)
+            ]
             self.queue(
                 broker_id,
                 (
-                    (LEADER_AND_ISR, wire.encoded_leader_and_isr(req, encode_state)),
-                    (UPDATE_METADATA, um),
+                    *((LEADER_AND_ISR, r) for r in lais),
+                    *((UPDATE_METADATA, r) for r in ums),
                     (STOP_REPLICA, wire.stop_replica(req)),
                 ),
             )
 
-    def send(self, broker_id: int, kind: str, request: Request | None) -> bool:
+    def _update_metadata_pages(
+        self,
+        broker: _Broker | None,
+        req: BrokerRequests,
+        bodies: list[tuple[bytes, int]],
+        changes: dict[tuple[int, int], wire.LiveBrokers],
+    ) -> list[Request]:
+        """One broker's UpdateMetadata of a batch, as its pages: the first names the live
+        brokers (as a change, with the whole set to follow on a mismatch, when the broker's last
+        set is known), the others name them unchanged."""
+        s = self.settings
+        host, port = s.controller_host, s.controller_port
+        live = req.live_brokers
+        before = broker.live_sent if broker is not None else None
+        if broker is not None:
+            broker.live_sent = live
+        first_body, first_count = bodies[0]
+        first: Request
+        if before is None:
+            first = wire.encoded_update_metadata(req, host, port, first_body, first_count)
+        else:
+            key = (id(before), id(live))  # brokers of one batch share both tuples
+            delta = changes.get(key)
+            if delta is None:
+                delta = changes[key] = wire.change(before, live)
+            first = wire.DigestFirst(
+                wire.encoded_update_metadata(req, host, port, first_body, first_count, delta),
+                functools.partial(
+                    wire.encoded_update_metadata, req, host, port, first_body, first_count
+                ),
+                partition_count=first_count,
+            )
+        if len(bodies) == 1:
+            return [first]
+        unchanged = wire.LiveBrokers(wire.live_digest(live), ())
+        return [
+            first,
+            *(
+                wire.encoded_update_metadata(req, host, port, b, n, unchanged)
+                for b, n in bodies[1:]
+            ),
+        ]
+
+    def send(
+        self,
+        broker_id: int,
+        kind: str,
+        request: Request | None,
+        *,
+        live_brokers: tuple[BrokerInfo, ...] | None = None,
+    ) -> bool:
         """Queue one request outside a batch. The broker's memory of this event's states is
-        dropped: what such a request changes on the broker is not tracked."""
+        dropped: what such a request changes on the broker is not tracked. An UpdateMetadata
+        says in ``live_brokers`` the live set the broker holds once it is answered (else the
+        next UpdateMetadata names the whole set)."""
         broker = self._brokers.get(broker_id)
         if broker is not None:
             broker.sent.clear()
+            if kind == UPDATE_METADATA and request is not None:
+                broker.live_sent = live_brokers
         return self.queue(broker_id, ((kind, request),))
 
     def forget_sent(self) -> None:
@@ -382,42 +461,53 @@ class ControllerChannelManager:
                     if isinstance(queued, wire.DigestFirst):
                         request = queued.digest_only
                     response, tries = await self._send_until_answered(broker, kind, request)
+                    answers = [(request, response)]
                     if isinstance(queued, wire.DigestFirst):
-                        request, response, more = await self._settle(broker, queued, response)
+                        answers, more = await self._settle(broker, queued, response)
                         tries += more
                     attempts += tries
                     self.sent[kind] = self.sent.get(kind, 0) + 1
-                    try:
-                        self.on_response(broker.info.id, kind, request, response)
-                    except Exception:
-                        log.exception(
-                            "error in %s response callback for broker %d", kind, broker.info.id
-                        )
+                    for request, response in answers:
+                        try:
+                            self.on_response(broker.info.id, kind, request, response)
+                        except Exception:
+                            log.exception(
+                                "error in %s response callback for broker %d",
+                                kind,
+                                broker.info.id,
+                            )
                 span.set_attributes(telemetry.attrs(attempts=attempts))
             broker.finished += 1
             broker.progress.set()
 
     async def _settle(
         self, broker: _Broker, queued: wire.DigestFirst, answer: Message
-    ) -> tuple[Request, Message, int]:
-        """After a digest-only UpdateMetadata's answer: the full request if the broker's cache
-        differs. The request that counts, its answer, and the extra attempts."""
+    ) -> tuple[list[tuple[Request, Message]], int]:
+        """After the short form's answer: the full request (its pages in order) if the broker's
+        cache or live set differs. The requests that count with their answers, and the extra
+        attempts."""
         queued.in_full = _digest_mismatch(answer)
         if not queued.in_full:
             queued.settled.set()
-            return queued.digest_only, answer, 0
+            return [(queued.digest_only, answer)], 0
         log.info(
-            "broker %d's metadata cache differs from the controller's (%s); sending all %d "
-            "partition states",
+            "broker %d's metadata differs from the controller's (%s); sending it in full "
+            "(%d partition states)",
             broker.info.id,
             answer.error_message,
-            queued.full.partition_count,
+            queued.partition_count,
         )
         self.digest_mismatches += 1
-        self.sent[UPDATE_METADATA] = self.sent.get(UPDATE_METADATA, 0) + 1
+        pages = queued.pages
         broker.sending_in_full = queued
-        response, attempts = await self._send_until_answered(broker, UPDATE_METADATA, queued.full)
-        return queued.full, response, attempts
+        answers: list[tuple[Request, Message]] = []
+        attempts = 0
+        for page in pages:
+            self.sent[UPDATE_METADATA] = self.sent.get(UPDATE_METADATA, 0) + 1
+            response, tries = await self._send_until_answered(broker, UPDATE_METADATA, page)
+            answers.append((page, response))
+            attempts += tries
+        return answers, attempts
 
     async def _send_until_answered(
         self, broker: _Broker, kind: str, request: Request
@@ -466,6 +556,13 @@ def _body_key(states: tuple, batch_states: tuple | None) -> object:
     return tuple(map(id, states))
 
 
+def pages(items: tuple, size: int) -> list[tuple]:
+    """``items`` cut into runs of at most ``size`` (one, possibly empty, run if it fits)."""
+    if len(items) <= size:
+        return [items]
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 def _digest_mismatch(response: Message) -> bool:
     return response.error_code == common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
 
@@ -474,7 +571,7 @@ def _partitions(request: Request) -> int:
     """Partitions a control request names (LeaderAndIsr, StopReplica, UpdateMetadata); a
     digest-first UpdateMetadata counts those it names when sent in full."""
     if isinstance(request, wire.DigestFirst):
-        return request.full.partition_count
+        return request.partition_count
     if isinstance(request, wire.EncodedRequest):
         return request.partition_count
     states = getattr(request, "partition_states", None)

@@ -71,8 +71,15 @@ class FastDelivery(ChannelsOfTheTerm):
             return "not sent (no channels)"
         s = channels.settings
         cache = self.metadata_cache
-        requests = cache.digest_first_update_metadata(ctx, s.controller_host, s.controller_port)
-        queued = [r for b, r in requests.items() if channels.send(b, UPDATE_METADATA, r)]
+        requests = cache.digest_first_update_metadata(
+            ctx, s.controller_host, s.controller_port, s.max_partitions_per_request
+        )
+        live = tuple(ctx.brokers[b] for b in sorted(ctx.brokers))
+        queued = [
+            r
+            for b, r in requests.items()
+            if channels.send(b, UPDATE_METADATA, r, live_brokers=live)
+        ]
         # On the wire, then answered (a broker kept up to date by the old controller takes the
         # digest in a few milliseconds) or, for a broker whose cache differs, sent in full.
         settled = await channels.wait_issued(ISSUE_TIMEOUT_S)

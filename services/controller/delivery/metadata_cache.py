@@ -20,6 +20,8 @@ epoch without decoding the cluster again; any other broker gets every partition.
 
 from __future__ import annotations
 
+import functools
+
 from leasehold import metadata_digest
 from services.controller.core import (
     LEADER_DURING_DELETE,
@@ -37,7 +39,8 @@ class UpdateMetadataCache:
         self._hashes: dict[TopicPartition, int] = {}  # of the entries brokers keep
         self._digest = 0
         self._order: tuple[TopicPartition, ...] | None = ()  # sorted keys; None when stale
-        self._body: bytes | None = b""  # the joined entries; None when stale
+        # The joined entries, in pages of the size given (None: one page); cleared when stale.
+        self._bodies: dict[int | None, list[tuple[bytes, int]]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -74,7 +77,7 @@ class UpdateMetadataCache:
                 digest += added
         self._digest = metadata_digest.combine(digest)
         if targets:
-            self._body = None
+            self._bodies.clear()
         return len(targets)
 
     def digest(self) -> bytes:
@@ -83,42 +86,72 @@ class UpdateMetadataCache:
 
     def body(self) -> bytes:
         """All cached partition states, in partition order, ready to follow a header."""
-        if self._body is None:
+        return self.bodies(None)[0][0]
+
+    def bodies(self, page: int | None) -> list[tuple[bytes, int]]:
+        """``body()`` cut into pages of at most ``page`` states (None: one page), each with how
+        many states it holds."""
+        found = self._bodies.get(page)
+        if found is None:
             if self._order is None:
                 self._order = tuple(sorted(self._entries))
-            entries = self._entries
-            self._body = b"".join([entries[tp] for tp in self._order])
-        return self._body
+            entries, order = self._entries, self._order
+            size = page or max(1, len(order))
+            found = self._bodies[page] = [
+                (b"".join([entries[tp] for tp in order[i : i + size]]), len(order[i : i + size]))
+                for i in range(0, len(order), size)
+            ] or [(b"", 0)]
+        return found
 
     def full_update_metadata(
         self, ctx: ControllerContext, controller_host: str, controller_port: int
     ) -> dict[int, wire.EncodedRequest]:
         """Per registered broker, UpdateMetadata naming every partition that has a leader/ISR
         state (what ``RequestBatch.add_update_metadata(all brokers, all partitions)`` sends),
-        stamped with the context's controller id and epoch and the broker's epoch."""
+        stamped with the context's controller id and epoch and the broker's epoch, in one
+        request."""
         self.refresh(ctx)
-        body = self.body()
         return {
-            header.broker_id: wire.encoded_update_metadata(
-                header, controller_host, controller_port, body, len(self._entries)
-            )
+            header.broker_id: self.full_pages(header, controller_host, controller_port, None)[0]
             for header in headers(ctx)
         }
 
-    def digest_first_update_metadata(
-        self, ctx: ControllerContext, controller_host: str, controller_port: int
-    ) -> dict[int, wire.DigestFirst]:
-        """``full_update_metadata``, each preceded by its digest-only form: per registered
-        broker, the request the channel sends in full only to a broker whose cache differs."""
-        full = self.full_update_metadata(ctx, controller_host, controller_port)
-        digest = self.digest()
-        return {
-            header.broker_id: wire.DigestFirst(
-                wire.digest_update_metadata(header, controller_host, controller_port, digest),
-                full[header.broker_id],
+    def full_pages(
+        self, header: BrokerRequests, controller_host: str, controller_port: int, page: int | None
+    ) -> list[wire.EncodedRequest]:
+        """``header``'s UpdateMetadata naming every cached partition, in requests of at most
+        ``page`` partitions: the first names every live broker, the others the same set as
+        unchanged."""
+        pages = self.bodies(page)
+        unchanged = wire.LiveBrokers(wire.live_digest(header.live_brokers), ())
+        return [
+            wire.encoded_update_metadata(
+                header, controller_host, controller_port, body, count, None if i == 0 else unchanged
             )
-            for header in headers(ctx)
-        }
+            for i, (body, count) in enumerate(pages)
+        ]
+
+    def digest_first_update_metadata(
+        self,
+        ctx: ControllerContext,
+        controller_host: str,
+        controller_port: int,
+        page: int | None = None,
+    ) -> dict[int, wire.DigestFirst]:
+        """Per registered broker, UpdateMetadata digest-only first (the digest of every cached
+        state, and of the live set), with ``full_pages`` to follow if the broker's cache
+        differs: built then, not before (at a million partitions, tens of megabytes a broker)."""
+        self.refresh(ctx)
+        digest = self.digest()
+        count = len(self._entries)
+        out = {}
+        for header in headers(ctx):
+            out[header.broker_id] = wire.DigestFirst(
+                wire.digest_update_metadata(header, controller_host, controller_port, digest),
+                functools.partial(self.full_pages, header, controller_host, controller_port, page),
+                partition_count=count,
+            )
+        return out
 
 
 def headers(ctx: ControllerContext) -> list[BrokerRequests]:

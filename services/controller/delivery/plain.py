@@ -18,7 +18,15 @@ from services.controller.core import (
 )
 from services.controller.delivery import wire
 from services.controller.delivery.base import ChannelsOfTheTerm
-from services.controller.delivery.channels import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from services.controller.delivery.channels import (
+    LEADER_AND_ISR,
+    STOP_REPLICA,
+    UPDATE_METADATA,
+    ChannelSettings,
+)
+from services.controller.delivery.channels import (
+    pages as _pages,
+)
 from services.controller.delivery.metadata_cache import headers
 
 
@@ -26,24 +34,42 @@ class PlainDelivery(ChannelsOfTheTerm):
     metadata_cache = None
 
     def encode_batch(
-        self, requests: Mapping[int, BrokerRequests], host: str, port: int
+        self,
+        requests: Mapping[int, BrokerRequests],
+        host: str,
+        port: int,
+        page: int = ChannelSettings.max_partitions_per_request,
     ) -> dict[int, tuple]:
-        """Per broker: (kind, message) for each request it gets."""
-        return {
-            broker_id: (
-                (LEADER_AND_ISR, wire.leader_and_isr(req)),
-                (UPDATE_METADATA, wire.update_metadata(req, host, port)),
+        """Per broker: (kind, message) for each request it gets, a request naming more than
+        ``page`` partitions as several."""
+        out = {}
+        for broker_id, req in requests.items():
+            lais = [
+                wire.leader_and_isr(replace(req, leader_and_isr=c))
+                for c in _pages(req.leader_and_isr, page)
+            ]
+            ums = (
+                []
+                if req.update_metadata is None
+                else [
+                    wire.update_metadata(replace(req, update_metadata=c), host, port)
+                    for c in _pages(req.update_metadata, page)
+                ]
+            )
+            out[broker_id] = (
+                *((LEADER_AND_ISR, r) for r in lais),
+                *((UPDATE_METADATA, r) for r in ums),
                 (STOP_REPLICA, wire.stop_replica(req)),
             )
-            for broker_id, req in requests.items()
-        }
+        return out
 
     def send_batch(self, requests: Mapping[int, BrokerRequests]) -> bool:
         channels = self.channels
         if channels is None or not requests:
             return False
         s = channels.settings
-        for broker_id, parts in self.encode_batch(requests, *_endpoint(s)).items():
+        batch = self.encode_batch(requests, *_endpoint(s), s.max_partitions_per_request)
+        for broker_id, parts in batch.items():
             channels.queue(broker_id, parts)
         return True
 
@@ -58,10 +84,14 @@ class PlainDelivery(ChannelsOfTheTerm):
         states = tuple(
             s for tp in ctx.all_partitions() if (s := update_metadata_state(ctx, tp)) is not None
         )
-        host, port = _endpoint(self.channels.settings)
+        s = self.channels.settings
+        host, port = _endpoint(s)
         for header in headers(ctx):
-            request = wire.update_metadata(replace(header, update_metadata=states), host, port)
-            self.channels.send(header.broker_id, UPDATE_METADATA, request)
+            for chunk in _pages(states, s.max_partitions_per_request):
+                request = wire.update_metadata(replace(header, update_metadata=chunk), host, port)
+                self.channels.send(
+                    header.broker_id, UPDATE_METADATA, request, live_brokers=header.live_brokers
+                )
         return f"of {len(states)} partitions queued in full"
 
     def refresh_metadata(self, ctx: ControllerContext) -> None:
@@ -77,7 +107,7 @@ def _endpoint(settings) -> tuple[str, int]:
 
 def send_deleted_topics(channels, ctx: ControllerContext, topics: Sequence[str]) -> None:
     """UpdateMetadata with ``deleted_topics`` to every registered broker."""
-    live = [ctx.brokers[b] for b in sorted(ctx.brokers)]
+    live = tuple(ctx.brokers[b] for b in sorted(ctx.brokers))
     s = channels.settings
     for info in live:
         request = wire.deleted_topics_update(
@@ -89,4 +119,4 @@ def send_deleted_topics(channels, ctx: ControllerContext, topics: Sequence[str])
             controller_host=s.controller_host,
             controller_port=s.controller_port,
         )
-        channels.send(info.id, UPDATE_METADATA, request)
+        channels.send(info.id, UPDATE_METADATA, request, live_brokers=live)

@@ -22,12 +22,13 @@ checks the bytes against the generated classes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from google.protobuf.message import Message
 
-from leasehold import fastwire
+from leasehold import fastwire, metadata_digest
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from services.controller.codec import RECOVERED, RECOVERING, recovery_state
@@ -57,6 +58,58 @@ class EncodedRequest:
 def endpoint(info: BrokerInfo) -> common_pb2.BrokerEndpoint:
     return common_pb2.BrokerEndpoint(
         broker_id=info.id, host=info.host, port=info.port, rack=info.rack
+    )
+
+
+# Each broker's endpoint encoding and its digest hash, by (id, host, port, rack): brokers come
+# and go rarely, and every UpdateMetadata names them.
+_ENDPOINTS: dict[tuple[int, str, int, str], tuple[bytes, int]] = {}
+_ENDPOINTS_MAX = 100_000
+
+
+def endpoint_bytes(info: BrokerInfo) -> tuple[bytes, int]:
+    """``endpoint(info)`` encoded, and its ``metadata_digest.endpoint_hash``."""
+    key = (info.id, info.host, info.port, info.rack)
+    found = _ENDPOINTS.get(key)
+    if found is None:
+        encoded = endpoint(info).SerializeToString()
+        found = (encoded, metadata_digest.endpoint_hash(encoded))
+        if len(_ENDPOINTS) >= _ENDPOINTS_MAX:
+            _ENDPOINTS.clear()
+        _ENDPOINTS[key] = found
+    return found
+
+
+def live_digest(brokers: Iterable[BrokerInfo]) -> bytes:
+    """The digest of a live-broker set (``UpdateMetadataRequest.live_brokers_base``)."""
+    total = 0
+    for b in brokers:
+        total += endpoint_bytes(b)[1]
+    return metadata_digest.to_bytes(metadata_digest.combine(total))
+
+
+class LiveBrokers(NamedTuple):
+    """How an UpdateMetadata names the live brokers: the whole set (``base`` None), or the
+    change since the set whose digest is ``base``: brokers that joined or changed, ids that
+    left."""
+
+    base: bytes | None
+    brokers: tuple[BrokerInfo, ...]
+    removed: tuple[int, ...] = ()
+
+
+def whole(brokers: tuple[BrokerInfo, ...]) -> LiveBrokers:
+    return LiveBrokers(None, brokers)
+
+
+def change(before: Sequence[BrokerInfo], now: Sequence[BrokerInfo]) -> LiveBrokers:
+    """``now`` as a change from ``before`` (what the broker was last sent)."""
+    known = {b.id: endpoint_bytes(b)[0] for b in before}
+    ids = {b.id for b in now}
+    return LiveBrokers(
+        live_digest(before),
+        tuple(b for b in now if known.get(b.id) != endpoint_bytes(b)[0]),
+        tuple(sorted(i for i in known if i not in ids)),
     )
 
 
@@ -242,16 +295,27 @@ def _add_update_metadata_state(
 
 
 def _update_metadata_header(
-    req: BrokerRequests, controller_host: str, controller_port: int
+    req: BrokerRequests,
+    controller_host: str,
+    controller_port: int,
+    live: LiveBrokers | None = None,
 ) -> control_pb2.UpdateMetadataRequest:
-    return control_pb2.UpdateMetadataRequest(
+    """The request's fields but its partition states; the live brokers whole unless ``live``
+    says otherwise."""
+    if live is None:
+        live = whole(req.live_brokers)
+    header = control_pb2.UpdateMetadataRequest(
         controller_id=req.controller_id,
         controller_epoch=req.controller_epoch,
         broker_epoch=req.broker_epoch,
-        live_brokers=[endpoint(b) for b in req.live_brokers],
         controller_host=controller_host,
         controller_port=controller_port,
     )
+    header.live_brokers.extend(endpoint(b) for b in live.brokers)
+    if live.base is not None:
+        header.live_brokers_base = live.base
+        header.removed_brokers.extend(live.removed)
+    return header
 
 
 def update_metadata(
@@ -288,9 +352,12 @@ def encoded_update_metadata(
     controller_port: int,
     body: bytes,
     partition_count: int,
+    live: LiveBrokers | None = None,
 ) -> EncodedRequest:
-    """``update_metadata(req, ...)`` in wire form, its partition states given as ``body``."""
-    before, after = around_states(_update_metadata_header(req, controller_host, controller_port))
+    """``update_metadata(req, ...)`` in wire form, its partition states given as ``body``; the
+    live brokers whole unless ``live`` says otherwise."""
+    header = _update_metadata_header(req, controller_host, controller_port, live)
+    before, after = around_states(header)
     return EncodedRequest(
         before + body + after,
         req.controller_id,
@@ -300,36 +367,80 @@ def encoded_update_metadata(
     )
 
 
-@dataclass(eq=False)
 class DigestFirst:
-    """An UpdateMetadata to send digest-only first (``metadata_digest``, no partition states)
-    and in ``full`` only if the broker answers METADATA_DIGEST_MISMATCH: the channel sends the
-    two back to back, before anything queued after them.
+    """An UpdateMetadata to send in a short form first and in ``full`` only if the broker
+    answers METADATA_DIGEST_MISMATCH: the channel sends the two back to back, before anything
+    queued after them. The short form is a failover's digest-only request (``metadata_digest``,
+    no partition states) or any request naming the live brokers as a change
+    (``live_brokers_base``); the full one names every partition or every broker.
 
-    ``settled`` is set once the broker has accepted the digest (``in_full`` False) or the full
-    request has been handed to gRPC (``in_full`` True), so a caller about to keep the event
+    ``full`` may be given as a function that builds it: it is built only if it is needed (at a
+    million partitions a failover's full request is tens of megabytes per broker), and it may
+    be several requests (``pages``), sent in order.
+
+    ``settled`` is set once the broker has accepted the short form (``in_full`` False) or the
+    full request has been handed to gRPC (``in_full`` True), so a caller about to keep the event
     loop busy can first make sure the broker will learn the epoch either way."""
 
-    digest_only: EncodedRequest
-    full: EncodedRequest
-    settled: asyncio.Event = field(default_factory=asyncio.Event)
-    in_full: bool | None = None
+    def __init__(
+        self,
+        digest_only: EncodedRequest,
+        full: (
+            EncodedRequest
+            | Sequence[EncodedRequest]
+            | Callable[[], EncodedRequest | Sequence[EncodedRequest]]
+        ),
+        *,
+        partition_count: int | None = None,
+    ) -> None:
+        self.digest_only = digest_only
+        self._build: Callable[[], EncodedRequest | Sequence[EncodedRequest]] | None = None
+        self._pages: tuple[EncodedRequest, ...] | None = None
+        if isinstance(full, EncodedRequest):
+            self._pages = (full,)
+        elif callable(full):
+            self._build = full
+        else:
+            self._pages = tuple(full)
+        if partition_count is None:
+            assert self._pages is not None, "partition_count is needed with a builder"
+            partition_count = sum(p.partition_count for p in self._pages)
+        self.partition_count = partition_count  # of the full request, all pages
+        self.settled = asyncio.Event()
+        self.in_full: bool | None = None
+
+    @property
+    def pages(self) -> tuple[EncodedRequest, ...]:
+        """The full request, as the requests it is sent in (built now if it was not)."""
+        if self._pages is None:
+            assert self._build is not None
+            built = self._build()
+            self._pages = (built,) if isinstance(built, EncodedRequest) else tuple(built)
+            self._build = None
+        return self._pages
+
+    @property
+    def full(self) -> EncodedRequest:
+        """The full request's last (usually only) page."""
+        return self.pages[-1]
 
     @property
     def controller_epoch(self) -> int:
-        return self.full.controller_epoch
+        return self.digest_only.controller_epoch
 
     @property
     def broker_epoch(self) -> int:
-        return self.full.broker_epoch
+        return self.digest_only.broker_epoch
 
 
 def digest_update_metadata(
     req: BrokerRequests, controller_host: str, controller_port: int, digest: bytes
 ) -> EncodedRequest:
     """``update_metadata(req, ...)`` with no partition states, only the digest of those the
-    broker should already cache (``leasehold.metadata_digest``)."""
-    header = _update_metadata_header(req, controller_host, controller_port)
+    broker should already cache (``leasehold.metadata_digest``), and the live brokers as the
+    digest of the set it should already hold."""
+    live = LiveBrokers(live_digest(req.live_brokers), ())
+    header = _update_metadata_header(req, controller_host, controller_port, live)
     header.metadata_digest = digest
     return EncodedRequest(
         header.SerializeToString(), req.controller_id, req.controller_epoch, req.broker_epoch, 0

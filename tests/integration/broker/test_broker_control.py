@@ -309,3 +309,67 @@ async def test_digest_only_update_metadata(brokers):
     assert await shown() == (2, [1, 2], before[2])
     md = await b.broker.Metadata(broker_pb2.MetadataRequest(all_topics=True))
     assert md.controller_id == 101
+
+
+async def test_live_brokers_named_as_a_change(brokers):
+    """An UpdateMetadata may name the live brokers as a change from a set the broker holds
+    (``live_brokers_base``): applied only when the broker holds that set, refused with
+    METADATA_DIGEST_MISMATCH (nothing applied) otherwise, malformed ones refused."""
+    b = await brokers(1)
+    ends = {
+        i: common_pb2.BrokerEndpoint(broker_id=i, host="127.0.0.1", port=9000 + i)
+        for i in (1, 2, 3)
+    }
+
+    def set_digest(ids) -> bytes:
+        total = sum(
+            int.from_bytes(
+                hashlib.blake2b(ends[i].SerializeToString(), digest_size=16).digest(), "little"
+            )
+            for i in ids
+        )
+        return (total % (1 << 128)).to_bytes(16, "little")
+
+    async def live():
+        md = await b.broker.Metadata(broker_pb2.MetadataRequest(all_topics=True))
+        return md.controller_epoch, [x.broker_id for x in md.brokers]
+
+    def request(epoch, **kw):
+        return control_pb2.UpdateMetadataRequest(
+            controller_id=101, controller_epoch=epoch, broker_epoch=b.epoch, **kw
+        )
+
+    resp = await b.control.UpdateMetadata(request(1, live_brokers=[ends[1], ends[2]]))
+    assert resp.error_code == Code.NONE
+    assert await live() == (1, [1, 2])
+
+    # A change from a set it does not hold: refused, nothing applied (not even the epoch).
+    resp = await b.control.UpdateMetadata(
+        request(2, live_brokers_base=set_digest([1]), live_brokers=[ends[3]])
+    )
+    assert resp.error_code == Code.METADATA_DIGEST_MISMATCH
+    assert set_digest([1, 2]).hex() in resp.error_message
+    assert await live() == (1, [1, 2])
+
+    # Malformed: INVALID_ARGUMENT, nothing applied.
+    for bad in (
+        request(2, live_brokers_base=b"\x01" * 15),
+        request(2, removed_brokers=[2]),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await b.control.UpdateMetadata(bad)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert await live() == (1, [1, 2])
+
+    # From the set it holds: broker 2 left, broker 3 joined.
+    resp = await b.control.UpdateMetadata(
+        request(
+            2, live_brokers_base=set_digest([1, 2]), live_brokers=[ends[3]], removed_brokers=[2]
+        )
+    )
+    assert resp.error_code == Code.NONE
+    assert await live() == (2, [1, 3])
+    # Unchanged: the base alone.
+    resp = await b.control.UpdateMetadata(request(3, live_brokers_base=set_digest([1, 3])))
+    assert resp.error_code == Code.NONE
+    assert await live() == (3, [1, 3])

@@ -79,7 +79,11 @@ class FakeBroker(control_pb2_grpc.BrokerControlServiceServicer):
     async def UpdateMetadata(self, request, context):
         update = control_convert.update_metadata_from_pb(request)
         current = request.controller_epoch >= self.max_epoch
-        if current and update.metadata_digest and update.metadata_digest != self.metadata.digest():
+        base = update.live_brokers_base
+        if current and (
+            (update.metadata_digest and update.metadata_digest != self.metadata.digest())
+            or (base is not None and base != self.metadata.brokers_digest())
+        ):
             self._record("UpdateMetadata", request, refused=True)
             return control_pb2.UpdateMetadataResponse(
                 error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH

@@ -114,7 +114,9 @@ async def test_elections_reach_grpc_before_the_replica_step_and_records_after() 
     um = control_pb2.UpdateMetadataRequest.FromString(
         next(d for x, k, d, _, _ in seen if x == 3 and k == UPDATE_METADATA)
     )
-    assert sorted(b.broker_id for b in um.live_brokers) == [2, 3]
+    # The live brokers as the change since the set brokers were last sent: broker 1 left.
+    assert um.HasField("live_brokers_base")
+    assert (list(um.live_brokers), list(um.removed_brokers)) == ([], [1])
     assert {(s.partition, s.leader) for s in um.partition_states} == {(g[0], g[1]) for g in got}
 
     # Every record once, in decision order: expiry, Offline, Online (elected), OfflineReplica.

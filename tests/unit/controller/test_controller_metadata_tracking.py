@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
+from leasehold import metadata_digest
 from leasehold.broker.v1 import control_pb2
 from services.broker_agent import control_convert
 from services.broker_agent.metadata_cache import MetadataCache
@@ -240,8 +241,18 @@ def test_digest_first_requests(make_ctx) -> None:
         assert req.full.decode() == full[broker_id].decode()
         pb = req.digest_only.decode()
         expected = full[broker_id].decode()
+        live = list(expected.live_brokers)
         del expected.partition_states[:]
+        del expected.live_brokers[:]
         expected.metadata_digest = cache.digest()
+        # The live brokers as the digest of the set the broker should hold, none listed.
+        expected.live_brokers_base = metadata_cache_digest_of(live)
         assert pb == expected
         assert (req.digest_only.partition_count, req.full.partition_count) == (0, 3)
         assert (req.in_full, req.settled.is_set()) == (None, False)
+
+
+def metadata_cache_digest_of(endpoints) -> bytes:
+    """The live-set digest of ``endpoints`` as a broker computes it from what it received."""
+    total = sum(metadata_digest.endpoint_hash(e.SerializeToString()) for e in endpoints)
+    return metadata_digest.to_bytes(metadata_digest.combine(total))

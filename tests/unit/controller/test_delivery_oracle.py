@@ -6,10 +6,15 @@ standby's encoded cache or is built afresh."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from google.protobuf.message import Message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from leasehold.broker.v1 import control_pb2
+from services.broker_agent import control_convert
+from services.broker_agent.metadata_cache import MetadataCache
 from services.controller.core import (
     BrokerInfo,
     BrokerRequests,
@@ -22,7 +27,12 @@ from services.controller.core import (
     UpdateMetadataPartitionState,
 )
 from services.controller.delivery import wire
-from services.controller.delivery.channels import ChannelSettings, ControllerChannelManager
+from services.controller.delivery.channels import (
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
 from services.controller.delivery.metadata_cache import UpdateMetadataCache
 from services.controller.delivery.plain import PlainDelivery
 
@@ -90,6 +100,10 @@ class Recorded(ControllerChannelManager):
 
 
 def _bytes(request: object) -> bytes:
+    """What reaches a broker that holds something else than the controller thinks: a request
+    naming the live brokers as a change is sent whole (``full``) after a mismatch."""
+    if isinstance(request, wire.DigestFirst):
+        request = request.full
     if isinstance(request, wire.EncodedRequest):
         return request.payload
     assert isinstance(request, Message)
@@ -105,6 +119,45 @@ def test_every_broker_is_sent_the_same_bytes(batch) -> None:
     for broker_id, parts in plain.items():
         expected = [(kind, _bytes(r)) for kind, r in parts if r is not None]
         assert [(k, _bytes(r)) for k, r in fast.queued.get(broker_id, [])] == expected
+
+
+@settings(max_examples=50, deadline=None)
+@given(batches(), st.lists(BROKERS, min_size=1, max_size=4, unique_by=lambda b: b.id))
+def test_live_brokers_sent_as_a_change_leave_a_broker_with_the_whole_set(batch, now) -> None:
+    """After a first batch, the next names the live brokers as the change from the set each
+    broker was sent: applied to that set it is the set the plain delivery lists whole, and
+    its whole form is the plain delivery's bytes."""
+    fast = Recorded()
+    for b in batch:
+        fast._brokers[b] = _Broker(BrokerInfo(b, "h", 1), None)  # type: ignore[arg-type]
+    fast.send_batch(batch)
+    first = {b: [r for k, r in q if k == UPDATE_METADATA] for b, q in fast.queued.items()}
+    fast.queued.clear()
+    fast.forget_sent()  # a later controller event
+    live = tuple(sorted(now, key=lambda b: b.id))  # as a batch lists them
+    second = {b: dataclasses.replace(r, live_brokers=live) for b, r in batch.items()}
+    fast.send_batch(second)
+    plain = PlainDelivery(Recorded).encode_batch(second, HOST, PORT)
+    for broker_id, parts in plain.items():
+        expected = [_bytes(r) for kind, r in parts if r is not None and kind == UPDATE_METADATA]
+        queued = fast.queued.get(broker_id, [])
+        assert [_bytes(r) for k, r in queued if k == UPDATE_METADATA] == expected
+        if not first[broker_id]:
+            continue
+        cache = MetadataCache()
+        held = first[broker_id][0]
+        cache.update(control_convert.update_metadata_from_pb(_decoded(held)))
+        (change,) = [r for k, r in queued if k == UPDATE_METADATA]
+        assert isinstance(change, wire.DigestFirst)
+        short = control_convert.update_metadata_from_pb(change.digest_only.decode())
+        assert short.live_brokers_base == cache.brokers_digest()
+        cache.update(short)
+        whole = control_pb2.UpdateMetadataRequest.FromString(_bytes(change)).live_brokers
+        assert cache.alive_brokers() == [control_convert.endpoint_from_pb(e) for e in whole]
+
+
+def _decoded(request: object) -> control_pb2.UpdateMetadataRequest:
+    return control_pb2.UpdateMetadataRequest.FromString(_bytes(request))
 
 
 def _context() -> ControllerContext:
@@ -133,7 +186,7 @@ async def test_a_failovers_update_metadata_is_the_same_from_the_cache_or_built()
     sent: dict[int, bytes] = {}
 
     class Channels(Recorded):
-        def send(self, broker_id: int, kind: str, request) -> bool:
+        def send(self, broker_id: int, kind: str, request, **kw) -> bool:
             sent[broker_id] = _bytes(request)
             return True
 

@@ -126,7 +126,7 @@ class UpdateMetadataPartitionState(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ..., partition_epoch: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class UpdateMetadataRequest(_message.Message):
-    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_brokers", "deleted_topics", "controller_host", "controller_port", "metadata_digest", "nothing_queued")
+    __slots__ = ("controller_id", "controller_epoch", "broker_epoch", "partition_states", "live_brokers", "deleted_topics", "controller_host", "controller_port", "metadata_digest", "live_brokers_base", "removed_brokers", "nothing_queued")
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +136,8 @@ class UpdateMetadataRequest(_message.Message):
     CONTROLLER_HOST_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_PORT_FIELD_NUMBER: _ClassVar[int]
     METADATA_DIGEST_FIELD_NUMBER: _ClassVar[int]
+    LIVE_BROKERS_BASE_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_BROKERS_FIELD_NUMBER: _ClassVar[int]
     NOTHING_QUEUED_FIELD_NUMBER: _ClassVar[int]
     controller_id: int
     controller_epoch: int
@@ -146,8 +148,10 @@ class UpdateMetadataRequest(_message.Message):
     controller_host: str
     controller_port: int
     metadata_digest: bytes
+    live_brokers_base: bytes
+    removed_brokers: _containers.RepeatedScalarFieldContainer[int]
     nothing_queued: bool
-    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[UpdateMetadataPartitionState, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., deleted_topics: _Optional[_Iterable[str]] = ..., controller_host: _Optional[str] = ..., controller_port: _Optional[int] = ..., metadata_digest: _Optional[bytes] = ..., nothing_queued: _Optional[bool] = ...) -> None: ...
+    def __init__(self, controller_id: _Optional[int] = ..., controller_epoch: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partition_states: _Optional[_Iterable[_Union[UpdateMetadataPartitionState, _Mapping]]] = ..., live_brokers: _Optional[_Iterable[_Union[_common_pb2.BrokerEndpoint, _Mapping]]] = ..., deleted_topics: _Optional[_Iterable[str]] = ..., controller_host: _Optional[str] = ..., controller_port: _Optional[int] = ..., metadata_digest: _Optional[bytes] = ..., live_brokers_base: _Optional[bytes] = ..., removed_brokers: _Optional[_Iterable[int]] = ..., nothing_queued: _Optional[bool] = ...) -> None: ...
 
 class UpdateMetadataResponse(_message.Message):
     __slots__ = ("error_code", "error_message")
