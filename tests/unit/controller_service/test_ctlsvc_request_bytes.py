@@ -4,6 +4,7 @@ channel manager's ``wait_issued``: requests counted as issued once gRPC serialis
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from ctlsvc_instant_channels import InstantChannels
 from google.protobuf.message import Message
@@ -179,6 +180,7 @@ class _Refusing(_Recording):
         super().__init__()
         self.release.set()
         self.refuse = refuse
+        self.refuse_live = False  # refuse every UpdateMetadata naming the live set as a change
         self.answered: list[tuple[int, str, object]] = []
 
     def _answered(self, broker_id, kind, request, response) -> None:
@@ -186,8 +188,11 @@ class _Refusing(_Recording):
 
     async def answer(self, broker_id: int, kind: str, data: bytes) -> Message:
         self.wire.append((broker_id, kind, data))
-        if kind == UPDATE_METADATA and broker_id in self.refuse:
-            if control_pb2.UpdateMetadataRequest.FromString(data).metadata_digest:
+        if kind == UPDATE_METADATA:
+            um = control_pb2.UpdateMetadataRequest.FromString(data)
+            if (um.metadata_digest and broker_id in self.refuse) or (
+                self.refuse_live and um.HasField("live_brokers_base")
+            ):
                 return control_pb2.UpdateMetadataResponse(
                     error_code=common_pb2.ERROR_CODE_METADATA_DIGEST_MISMATCH
                 )
@@ -288,4 +293,79 @@ async def test_total_queue_size_counts_batches_until_answered() -> None:
             break
         await asyncio.sleep(0.01)
     assert ch.total_queue_size() == 0
+    await ch.close()
+
+
+async def test_a_request_above_the_page_size_goes_as_pages_in_order() -> None:
+    """LeaderAndIsr and UpdateMetadata naming more partitions than ``max_partitions_per_request``
+    go as several requests, in order; together they are the whole request. UpdateMetadata's
+    first page names the live brokers, the others the same set as unchanged."""
+    ch = _Refusing(refuse=set())
+    ch.settings = ChannelSettings("ctl", 9190, max_partitions_per_request=4)
+    ch.add_broker(B1)
+    lai = tuple(
+        LeaderAndIsrPartitionState(
+            TopicPartition("c", p), "id-c", LeaderAndIsr(1, 1, (1, 2), 5, 80 + p), (1, 2), (), (),
+            False,
+        )
+        for p in range(9)
+    )  # fmt: skip
+    whole = _requests(B1, lai=lai)
+    ch.send_batch({1: whole})
+    for _ in range(100):
+        if len(ch.answered) == 5:
+            break
+        await asyncio.sleep(0.01)
+    kinds = [k for _, k, _ in ch.wire]
+    assert kinds == [LEADER_AND_ISR] * 3 + [UPDATE_METADATA] * 2
+    lais = [control_pb2.LeaderAndIsrRequest.FromString(d) for _, k, d in ch.wire[:3]]
+    assert [len(r.partition_states) for r in lais] == [4, 4, 1]
+    assert [s for r in lais for s in r.partition_states] == list(
+        wire.leader_and_isr(whole).partition_states
+    )
+    ums = [control_pb2.UpdateMetadataRequest.FromString(d) for _, k, d in ch.wire[3:]]
+    assert [len(r.partition_states) for r in ums] == [4, 2]
+    assert [s for r in ums for s in r.partition_states] == list(
+        wire.update_metadata(whole, "ctl", 9190).partition_states
+    )
+    assert [b.broker_id for b in ums[0].live_brokers] == [1, 2]
+    assert not ums[0].HasField("live_brokers_base")
+    assert (list(ums[1].live_brokers), ums[1].live_brokers_base) == (
+        [], wire.live_digest((B1, B2))
+    )  # fmt: skip
+    assert [um.nothing_queued for um in ums] == [False, True]
+    await ch.close()
+
+
+async def test_a_later_update_metadata_names_the_live_brokers_as_a_change() -> None:
+    """The first UpdateMetadata to a broker lists every live broker; the next names only the
+    change from it, and a broker that holds another set is sent the whole set after all."""
+    ch = _Refusing(refuse=set())
+    ch.add_broker(B1)
+    ch.send_batch({1: _requests(B1)})
+    b3 = BrokerInfo(3, "h3", 9003, "", 42)
+    later = dataclasses.replace(_requests(B1), live_brokers=(B1, b3))
+    ch.send_batch({1: later})
+    for _ in range(100):
+        if len(ch.answered) == 2:
+            break
+        await asyncio.sleep(0.01)
+    first, second = (control_pb2.UpdateMetadataRequest.FromString(d) for _, _, d in ch.wire)
+    assert [b.broker_id for b in first.live_brokers] == [1, 2]
+    assert second.live_brokers_base == wire.live_digest((B1, B2))
+    assert ([b.broker_id for b in second.live_brokers], list(second.removed_brokers)) == ([3], [2])
+
+    # A broker answering that it holds another set gets the whole set right after.
+    ch.refuse_live = True
+    ch.send_batch({1: dataclasses.replace(later, live_brokers=(B1,))})
+    for _ in range(100):
+        if len(ch.answered) == 3:
+            break
+        await asyncio.sleep(0.01)
+    third, fourth = (control_pb2.UpdateMetadataRequest.FromString(d) for _, _, d in ch.wire[2:])
+    assert (list(third.removed_brokers), third.HasField("live_brokers_base")) == ([3], True)
+    assert ([b.broker_id for b in fourth.live_brokers], fourth.HasField("live_brokers_base")) == (
+        [1], False
+    )  # fmt: skip
+    assert ch.digest_mismatches == 1
     await ch.close()
