@@ -13,6 +13,7 @@ from typing import Any
 from leasehold import metadata_digest
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
+from services.broker_agent.metadata_cache import topic_runs
 from services.broker_agent.model import (
     ControlResult,
     Endpoint,
@@ -136,16 +137,19 @@ def update_metadata_from_pb(request: control_pb2.UpdateMetadataRequest) -> Updat
             ),
         )
 
+    partitions = tuple([partition_of(s) for s in request.partition_states])
+    hashes = tuple(state_hash(s.SerializeToString()) for s in request.partition_states)
     return UpdateMetadata(
         controller_id=request.controller_id,
         controller_epoch=request.controller_epoch,
         broker_epoch=request.broker_epoch,
-        partitions=tuple([partition_of(s) for s in request.partition_states]),
+        partitions=partitions,
         live_brokers=tuple(endpoint_from_pb(e) for e in request.live_brokers),
         deleted_topics=tuple(request.deleted_topics),
         controller_host=request.controller_host,
         controller_port=request.controller_port,
-        state_hashes=tuple(state_hash(s.SerializeToString()) for s in request.partition_states),
+        state_hashes=hashes,
+        topic_runs=topic_runs(partitions, hashes),
         metadata_digest=request.metadata_digest,
         live_brokers_base=(
             request.live_brokers_base if request.HasField("live_brokers_base") else None

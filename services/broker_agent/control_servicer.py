@@ -130,14 +130,36 @@ def _check_partitions(pairs: Iterable[tuple[str, int]]) -> None:
         seen.add((topic, partition))
 
 
+def decode_update_metadata(request: control_pb2.UpdateMetadataRequest) -> UpdateMetadata:
+    """An UpdateMetadata in the domain, checked whole (INVALID_ARGUMENT for any malformed
+    part). What it yields depends on nothing but the request."""
+    domain = control_convert.update_metadata_from_pb(request)
+    _check_partitions((s.topic, s.partition) for s in domain.partitions)
+    _check_digest_only(domain)
+    return domain
+
+
 class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
     """The controller's requests. After one touching thousands of partitions the surviving
     objects are frozen (``leasehold.heap``), so the next big request does not pay a full
-    collection of the whole heap."""
+    collection of the whole heap.
 
-    def __init__(self, replicas: ControlState, heap: HeapFreezer | None = None) -> None:
+    ``decode_update_metadata`` turns an UpdateMetadata into the domain: by default
+    :func:`decode_update_metadata`; simulated brokers sharing a process give one that decodes
+    each request body once for all of them (``simulation.sharing``)."""
+
+    def __init__(
+        self,
+        replicas: ControlState,
+        heap: HeapFreezer | None = None,
+        *,
+        decode_update_metadata: Callable[
+            [control_pb2.UpdateMetadataRequest], UpdateMetadata
+        ] = decode_update_metadata,
+    ) -> None:
         self._replicas = replicas
         self._heap = heap or HeapFreezer(enabled=False)
+        self._decode_update_metadata = decode_update_metadata
 
     async def LeaderAndIsr(
         self, request: control_pb2.LeaderAndIsrRequest, context
@@ -167,10 +189,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         self, request: control_pb2.UpdateMetadataRequest, context
     ) -> control_pb2.UpdateMetadataResponse:
         def decode() -> UpdateMetadata:
-            domain = control_convert.update_metadata_from_pb(request)
-            _check_partitions((s.topic, s.partition) for s in domain.partitions)
-            _check_digest_only(domain)
-            return domain
+            return self._decode_update_metadata(request)
 
         async def answer(result: ControlResult) -> control_pb2.UpdateMetadataResponse:
             return control_pb2.UpdateMetadataResponse(

@@ -57,6 +57,116 @@ class MetadataView:
     topics: tuple[TopicView, ...]
 
 
+class TopicCache:
+    """One topic as the cache holds it: its partitions, each partition's digest hash and their
+    sum, and its topic id. Never changed once built: an update builds the topic's next one
+    (``apply_run``), so brokers whose caches received the same updates can share it
+    (``SharedUpdates``)."""
+
+    __slots__ = ("partitions", "hashes", "digest", "topic_id")
+
+    def __init__(
+        self,
+        partitions: dict[int, MetadataPartition],
+        hashes: dict[int, int],
+        digest: int,
+        topic_id: str,
+    ) -> None:
+        self.partitions = partitions
+        self.hashes = hashes
+        self.digest = digest  # the sum of ``hashes``, not reduced
+        self.topic_id = topic_id
+
+
+class TopicRun(NamedTuple):
+    """An UpdateMetadata's consecutive partition states of one topic, with their hashes."""
+
+    topic: str
+    states: tuple[MetadataPartition, ...]
+    hashes: tuple[int, ...]
+
+
+def topic_runs(
+    states: tuple[MetadataPartition, ...], hashes: tuple[int, ...]
+) -> tuple[TopicRun, ...]:
+    """``states`` (and their hashes, in order) cut where the topic changes: a request lists a
+    topic's partitions together."""
+    runs: list[TopicRun] = []
+    start = 0
+    for i in range(1, len(states) + 1):
+        if i == len(states) or states[i].topic != states[start].topic:
+            runs.append(TopicRun(states[start].topic, states[start:i], hashes[start:i]))
+            start = i
+    return tuple(runs)
+
+
+def apply_run(old: TopicCache | None, run: TopicRun) -> tuple[TopicCache | None, tuple[int, ...]]:
+    """``old`` with ``run`` applied: the topic's next state (None once it holds no partition)
+    and the partitions the run deleted (leader -2, LeaderDuringDelete)."""
+    if old is None:
+        partitions: dict[int, MetadataPartition] = {}
+        hashes: dict[int, int] = {}
+        digest, topic_id = 0, ""
+    else:
+        partitions, hashes = dict(old.partitions), dict(old.hashes)
+        digest, topic_id = old.digest, old.topic_id
+    deleted: list[int] = []
+    for state, new_hash in zip(run.states, run.hashes, strict=True):
+        p = state.partition
+        old_hash = hashes.pop(p, 0)
+        digest -= old_hash
+        if state.leader == LEADER_DURING_DELETE:
+            if partitions.pop(p, None) is not None:
+                deleted.append(p)
+            if not partitions:
+                topic_id = ""  # emptied: a later partition of it starts the topic afresh
+            continue
+        partitions[p] = state
+        hashes[p] = new_hash
+        digest += new_hash
+        if state.topic_id:
+            topic_id = state.topic_id
+    if not partitions:
+        return None, tuple(deleted)
+    return TopicCache(partitions, hashes, digest, topic_id), tuple(deleted)
+
+
+class SharedUpdates:
+    """The topics brokers of one process built from the same updates, shared between them.
+
+    Simulated brokers (``services.broker_agent.simulation``), a hundred to a process, receive
+    the same UpdateMetadata from the controller, decoded once for all of them: each would
+    otherwise build the same next state of every topic it names, and hold a copy of the whole
+    cluster. With a ``SharedUpdates`` a broker's cache applies a topic run to a topic state by
+    taking what another broker of the process built from the same two objects, so the process
+    holds one copy of each topic state however many brokers cache it. A real broker has none.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        # (id(old), id(run)) -> (old, run, result): the objects are kept, so the ids stay theirs.
+        self._built: dict[tuple[int, int], tuple[object, TopicRun, tuple]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def apply(
+        self, old: TopicCache | None, run: TopicRun
+    ) -> tuple[TopicCache | None, tuple[int, ...]]:
+        key = (id(old), id(run))
+        found = self._built.get(key)
+        if found is not None and found[0] is old and found[1] is run:
+            self.hits += 1
+            return found[2]  # type: ignore[return-value]
+        self.misses += 1
+        result = apply_run(old, run)
+        built = self._built
+        if len(built) >= self._size:
+            for stale in list(built)[: self._size // 4]:  # the oldest quarter
+                del built[stale]
+        built[key] = (old, run, result)
+        return result
+
+
 class MetadataCache:
     """The cluster as the controller last described it.
 
@@ -64,21 +174,23 @@ class MetadataCache:
     answer is tens of milliseconds of the event loop to build even from pieces
     (``metadata_wire``), so each topic's answer is kept until an update touches that topic or
     changes the set of live brokers (leader availability and offline replicas depend on it).
+
+    Each topic is an immutable ``TopicCache``; an update replaces the topics it names. Brokers
+    sharing a process may share them (``shared``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedUpdates | None = None) -> None:
         self._brokers: dict[int, Endpoint] = {}
         # Per live broker its ``metadata_digest.endpoint_hash``, and their sum: the digest an
         # UpdateMetadata naming the live brokers as a change is checked against.
         self._broker_hashes: dict[int, int] = {}
         self._brokers_digest = 0
-        self._partitions: dict[str, dict[int, MetadataPartition]] = {}
-        # Per cached partition its ``metadata_digest.state_hash``, and their sum: the digest a
-        # new controller's digest-only UpdateMetadata is checked against.
-        self._hashes: dict[str, dict[int, int]] = {}
+        self._topics: dict[str, TopicCache] = {}
+        # The sum of every cached partition's ``metadata_digest.state_hash``: the digest a new
+        # controller's digest-only UpdateMetadata is checked against.
         self._digest = 0
-        self._topic_ids: dict[str, str] = {}
         self._views: dict[str, TopicView] = {}
+        self._shared = shared
         self.controller_id = -1
         self.controller_epoch = -1
         self.controller_endpoint: tuple[str, int] | None = None
@@ -129,50 +241,37 @@ class MetadataCache:
         self.controller_epoch = request.controller_epoch
         if request.controller_host and request.controller_port:
             self.controller_endpoint = (request.controller_host, request.controller_port)
-        deleted: list[TopicPartition] = []
-        hashes = request.state_hashes
-        if len(hashes) != len(request.partitions):
-            hashes = tuple(state_hash(s) for s in request.partitions)
+        runs = request.topic_runs
+        if runs is None:
+            hashes = request.state_hashes
+            if len(hashes) != len(request.partitions):
+                hashes = tuple(state_hash(s) for s in request.partitions)
+            runs = topic_runs(request.partitions, hashes)
+        apply = self._shared.apply if self._shared is not None else apply_run
+        topics, views = self._topics, self._views
         digest = self._digest
-        # A request lists a topic's partitions together: look the topic up once per run.
-        topic: str | None = None
-        by_index: dict[int, MetadataPartition] = {}
-        hash_of: dict[int, int] = {}
-        for state, new_hash in zip(request.partitions, hashes, strict=True):
-            if state.topic != topic:
-                topic = state.topic
-                self._views.pop(topic, None)
-                by_index = self._partitions.setdefault(topic, {})
-                hash_of = self._hashes.setdefault(topic, {})
-            old_hash = hash_of.pop(state.partition, 0)
-            if state.leader == LEADER_DURING_DELETE:
-                digest -= old_hash
-                if by_index.pop(state.partition, None) is not None:
-                    deleted.append(state.tp)
-                if not by_index:
-                    self._digest = digest
-                    self._forget(topic)
-                    digest = self._digest
-                    topic = None  # a later partition of it starts the topic afresh
-                continue
-            by_index[state.partition] = state
-            hash_of[state.partition] = new_hash
-            digest += new_hash - old_hash
-            if state.topic_id:
-                self._topic_ids[topic] = state.topic_id
-        self._digest = metadata_digest.combine(digest)
-        for topic in request.deleted_topics:
-            gone = sorted(self._partitions.get(topic, {}))
+        deleted: list[TopicPartition] = []
+        for run in runs:
+            topic = run.topic
+            old = topics.get(topic)
+            new, gone = apply(old, run)
+            digest += (new.digest if new is not None else 0) - (
+                old.digest if old is not None else 0
+            )
+            if new is None:
+                topics.pop(topic, None)
+            else:
+                topics[topic] = new
+            views.pop(topic, None)
             deleted.extend(TopicPartition(topic, p) for p in gone)
-            self._forget(topic)
+        for topic in request.deleted_topics:
+            old = topics.pop(topic, None)
+            views.pop(topic, None)
+            if old is not None:
+                digest -= old.digest
+                deleted.extend(TopicPartition(topic, p) for p in sorted(old.partitions))
+        self._digest = metadata_digest.combine(digest)
         return deleted
-
-    def _forget(self, topic: str) -> None:
-        gone = self._hashes.pop(topic, {})
-        self._digest = metadata_digest.combine(self._digest, removed=sum(gone.values()))
-        self._partitions.pop(topic, None)
-        self._topic_ids.pop(topic, None)
-        self._views.pop(topic, None)
 
     # ------------------------------------------------------------------ queries
 
@@ -183,25 +282,26 @@ class MetadataCache:
         return [self._brokers[b] for b in sorted(self._brokers)]
 
     def partition(self, tp: TopicPartition) -> MetadataPartition | None:
-        return self._partitions.get(tp.topic, {}).get(tp.partition)
+        found = self._topics.get(tp.topic)
+        return found.partitions.get(tp.partition) if found is not None else None
 
     def cached_partitions(self) -> int:
         """How many partitions the cache holds, of every topic."""
-        return sum(len(by_index) for by_index in self._partitions.values())
+        return sum(len(t.partitions) for t in self._topics.values())
 
     def contains(self, tp: TopicPartition) -> bool:
         return self.partition(tp) is not None
 
     def has_topic(self, topic: str) -> bool:
-        return topic in self._partitions
+        return topic in self._topics
 
     def topics(self) -> list[str]:
-        return sorted(self._partitions)
+        return sorted(self._topics)
 
     def partition_count(self, topic: str) -> int | None:
         """How many partitions ``topic`` has, None when it is not known."""
-        found = self._partitions.get(topic)
-        return len(found) if found else None
+        found = self._topics.get(topic)
+        return len(found.partitions) if found is not None else None
 
     def describe(self, topics: list[str] | None) -> MetadataView:
         """Answer a Metadata request: every topic when ``topics`` is None."""
@@ -220,9 +320,10 @@ class MetadataCache:
         )
 
     def _topic_view(self, name: str) -> TopicView:
-        by_index = self._partitions.get(name)
-        if by_index is None:
+        found = self._topics.get(name)
+        if found is None:
             return TopicView(name, Code.UNKNOWN_TOPIC_OR_PARTITION, "", ())
+        by_index = found.partitions
         # What liveness makes of a partition depends only on its leader, replicas and offline
         # replicas: worked out once per distinct triple (a topic has a handful), and the views
         # built positionally (``PartitionView``'s keyword constructor was half their cost).
@@ -250,7 +351,7 @@ class MetadataCache:
                     ),
                 )
             )
-        view = TopicView(name, Code.NONE, self._topic_ids.get(name, ""), tuple(parts))
+        view = TopicView(name, Code.NONE, found.topic_id, tuple(parts))
         self._views[name] = view
         return view
 

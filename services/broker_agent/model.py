@@ -162,6 +162,9 @@ class UpdateMetadata:
     # ``leasehold.metadata_digest.endpoint_hash`` of each of ``live_brokers``, in order (empty
     # when built in code: the cache computes them).
     endpoint_hashes: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    # ``partitions`` with their hashes cut by topic (``metadata_cache.topic_runs``), as the
+    # decoder makes them; None when built in code, then the cache cuts them.
+    topic_runs: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

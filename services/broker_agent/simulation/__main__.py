@@ -1,9 +1,10 @@
 """``python -m services.broker_agent.simulation``: a fleet of simulated brokers in one process.
 
 Each broker has its own gRPC port, etcd session and registration (``broker``), with the real
-agent's defaults (``BrokerConfig``); one thread renews all their leases (``Renewer``). Once all
-are registered the process prints one JSON line, ``{"ready": {<broker id>: <port>}}``, then
-answers JSON commands, one per stdin line, with one JSON line each:
+agent's defaults (``BrokerConfig``); one thread renews all their leases (``Renewer``), and each
+UpdateMetadata body is decoded once for all of them (``sharing``). Once all are registered the
+process prints one JSON line, ``{"ready": {<broker id>: <port>}}``, then answers JSON commands,
+one per stdin line, with one JSON line each:
 
 - ``{"cmd": "stats"}``: every broker's figures (``SimulatedBroker.stats``) and the process RSS;
 - ``{"cmd": "watch", "leader": <id>, "partitions": [[topic, p], ...]}``: from now on each
@@ -33,6 +34,7 @@ from leasehold.etcd import EtcdClient, Keyspace, Renewer
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.model import TopicPartition
 from services.broker_agent.simulation.broker import SimSettings, SimulatedBroker
+from services.broker_agent.simulation.sharing import Sharing
 
 START_CONCURRENCY = 32
 
@@ -79,9 +81,18 @@ class Fleet:
         settings = default_settings(args.session_ttl)
         # One renewal thread and stream for every broker's lease here (each lease its own).
         self.renewer = Renewer(self.etcd, name="fleet-leases")
+        # UpdateMetadata bodies decoded once, topic states built once, for every broker here.
+        self.sharing = Sharing()
         self.brokers = [
             SimulatedBroker(
-                b, args.host, self.etcd, self.keyspace, settings, args.confirm_in_etcd, self.renewer
+                b,
+                args.host,
+                self.etcd,
+                self.keyspace,
+                settings,
+                args.confirm_in_etcd,
+                self.renewer,
+                self.sharing,
             )
             for b in broker_ids(args.brokers)
         ]
@@ -102,7 +113,11 @@ class Fleet:
         cmd = command.get("cmd")
         if cmd == "stats":
             stats = [b.stats(self.watched, self.watched_leader) for b in self.brokers]
-            return {"stats": stats, "rss_kb": rss_kb(), "at": time.time()}
+            shared = {
+                "decodes": [self.sharing.decodes.hits, self.sharing.decodes.misses],
+                "topic_states": [self.sharing.updates.hits, self.sharing.updates.misses],
+            }
+            return {"stats": stats, "rss_kb": rss_kb(), "at": time.time(), "shared": shared}
         if cmd == "watch":
             self.watched_leader = int(command["leader"])
             self.watched = [TopicPartition(t, int(p)) for t, p in command["partitions"]]

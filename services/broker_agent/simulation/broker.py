@@ -1,7 +1,8 @@
 """One simulated broker: its own gRPC server (BrokerControlService only), etcd session and
 registration, control fence and metadata cache, as the real agent wires them (``app``). Its
 session's lease is its own; the thread renewing it is the process's (``Renewer``), shared by
-every broker there.
+every broker there, as are the decoding of each UpdateMetadata body and the topic states its
+metadata cache builds from it (``sharing``).
 
 What it leaves out is the data plane: no logs, no fetchers, no BrokerService, no ISR proposals.
 It records what the scale benchmark reads (``Observation``): when each controller epoch was
@@ -30,6 +31,7 @@ from services.broker_agent.model import Code, Endpoint, TopicPartition
 from services.broker_agent.registration import Registration
 from services.broker_agent.shutdown import controlled_shutdown
 from services.broker_agent.simulation.replicas import SimulatedReplicas
+from services.broker_agent.simulation.sharing import Sharing
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,13 @@ class Observation:
 class ObservedControlServicer(BrokerControlServicer):
     """The real control servicer, with each call's outcome noted for the benchmark."""
 
-    def __init__(self, replicas: SimulatedReplicas, seen: Observation) -> None:
-        super().__init__(replicas)
+    def __init__(
+        self, replicas: SimulatedReplicas, seen: Observation, sharing: Sharing | None = None
+    ) -> None:
+        if sharing is None:
+            super().__init__(replicas)
+        else:
+            super().__init__(replicas, decode_update_metadata=sharing.decodes.update_metadata)
         self._state = replicas
         self._seen = seen
 
@@ -103,14 +110,16 @@ class SimulatedBroker:
         settings: SimSettings,
         confirm_in_etcd: bool,
         renewer: Renewer | None = None,
+        sharing: Sharing | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.renewer = renewer
+        self.sharing = sharing
         self.host = host
         self.etcd = etcd
         self.keyspace = keyspace
         self.settings = settings
-        self.metadata = MetadataCache()
+        self.metadata = MetadataCache(sharing.updates if sharing is not None else None)
         self.replicas = SimulatedReplicas(broker_id, self.metadata)
         # Every request checked against etcd's controller epoch; leader changes and deletions
         # also confirmed in etcd when asked (what a broker without TLS does: ``control_fence``).
@@ -133,7 +142,7 @@ class SimulatedBroker:
             options=server_options(s.max_receive_bytes),
         )
         control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
-            ObservedControlServicer(self.replicas, self.seen), server
+            ObservedControlServicer(self.replicas, self.seen, self.sharing), server
         )
         self.port = server.add_insecure_port(f"{self.host}:0")
         await server.start()

@@ -46,6 +46,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
 from services.controller.delivery import wire
+from services.controller.delivery.metadata_cache import Held
 from services.controller.delivery.sent_states import SentStates
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,9 @@ class _Broker:
     # The live brokers as of the last UpdateMetadata queued to it, which it holds once that is
     # answered: the next one names the change from it (None: not known, the whole set).
     live_sent: tuple[BrokerInfo, ...] | None = None
+    # It was sent the failover's UpdateMetadata: it holds what
+    # ``ControllerChannelManager.held_states`` says, and is not sent those states again.
+    holds: bool = False
     sent: SentStates = field(default_factory=SentStates)  # queued this event (``sent_states``)
     last_of_batch: bool = False  # the request being sent is its batch's last
     more_coming: Callable[[], bool] = lambda: False  # the manager's ``expect_more`` is held
@@ -166,6 +170,9 @@ class ControllerChannelManager:
         self._expecting = 0  # holders of ``expect_more``
         self._open = asyncio.Event()  # cleared by ``hold``: nothing is sent meanwhile
         self._open.set()
+        # What the brokers the failover's UpdateMetadata reached hold (``metadata_cache.Held``);
+        # None: nothing is left out.
+        self.held_states: Held | None = None
 
     def hold(self) -> None:
         """Send nothing until ``release`` (the controller's office is suspended): requests
@@ -259,6 +266,7 @@ class ControllerChannelManager:
                 data = states[id(state)] = wire.leader_and_isr_state_bytes(state)
             return data
 
+        entries: dict[object, list[bytes]] = {}
         for broker_id, req in requests.items():
             batch_um = req.update_metadata  # alive (and so its id unique) for the whole call
             broker = self._brokers.get(broker_id)
@@ -266,13 +274,29 @@ class ControllerChannelManager:
                 req = broker.sent.unsent_requests(req)
             ums: list[Request] = []
             if req.update_metadata is not None:
-                key = _body_key(req.update_metadata, batch_um)
+                held = self.held_states if broker is not None and broker.holds else None
+                key = (_body_key(req.update_metadata, batch_um), held is not None)
                 if key not in bodies:
+                    um_states = req.update_metadata
+                    encoded = entries.get(key[0])
+                    if encoded is None:
+                        encoded = entries[key[0]] = wire.update_metadata_entries(um_states)
+                    if held is not None:
+                        um_states, encoded = held.unheld(um_states, encoded)
                     bodies[key] = [
-                        (wire.update_metadata_body(chunk), len(chunk))
-                        for chunk in pages(req.update_metadata, page)
-                    ]
-                ums = self._update_metadata_pages(broker, req, bodies[key], changes)
+                        (b"".join(encoded[i : i + page]), len(encoded[i : i + page]))
+                        for i in range(0, len(encoded), page)
+                    ] or [(b"", 0)]
+                pages_of = bodies[key]
+                # Left out when every state in it is held and it names no new live brokers.
+                if (
+                    held is None
+                    or pages_of[0][1]
+                    or not req.update_metadata
+                    or broker is None
+                    or broker.live_sent != req.live_brokers
+                ):
+                    ums = self._update_metadata_pages(broker, req, pages_of, changes)
             lais = [
                 wire.encoded_leader_and_isr(
                     req
@@ -333,6 +357,12 @@ class ControllerChannelManager:
                 for b, n in bodies[1:]
             ),
         ]
+
+    def now_holds(self, broker_id: int) -> None:
+        """The broker is being sent the failover's UpdateMetadata: it holds ``held_states``."""
+        broker = self._brokers.get(broker_id)
+        if broker is not None:
+            broker.holds = True
 
     def send(
         self,

@@ -9,6 +9,9 @@
   once; any other gets every partition right after, before anything queued behind.
 * **Sent once per event.** A state equal to one already queued to the same broker in the same
   controller event is left out (``sent_states``).
+* **Held since the failover.** A broker the failover's UpdateMetadata reached is not sent again
+  a state it holds from it (``metadata_cache.Held``): the replica state machine's startup
+  resends every partition, as Kafka's does.
 * **``nothing_queued`` and turns.** A request is marked ``nothing_queued`` when nothing follows
   it, unless a flow announced more (``expect_more``: a broker failure's election chunks), so
   brokers hold their data plane only while control requests keep coming
@@ -75,11 +78,14 @@ class FastDelivery(ChannelsOfTheTerm):
             ctx, s.controller_host, s.controller_port, s.max_partitions_per_request
         )
         live = tuple(ctx.brokers[b] for b in sorted(ctx.brokers))
-        queued = [
-            r
-            for b, r in requests.items()
-            if channels.send(b, UPDATE_METADATA, r, live_brokers=live)
-        ]
+        # Every broker reached holds these states once its request is answered: what the
+        # failover resends of them is left out (``metadata_cache.Held``).
+        channels.held_states = cache.held()
+        queued = []
+        for b, r in requests.items():
+            if channels.send(b, UPDATE_METADATA, r, live_brokers=live):
+                channels.now_holds(b)
+                queued.append(r)
         # On the wire, then answered (a broker kept up to date by the old controller takes the
         # digest in a few milliseconds) or, for a broker whose cache differs, sent in full.
         settled = await channels.wait_issued(ISSUE_TIMEOUT_S)

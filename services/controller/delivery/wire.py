@@ -215,6 +215,8 @@ class StateEncoder:
         self.leader_and_isr = self._leader_and_isr.entry
         # One state's own encoding (an ``UpdateMetadataPartitionState`` message).
         self.update_metadata = self._update_metadata.encode
+        # One state as an element of ``UpdateMetadataRequest.partition_states``.
+        self.update_metadata_entry = self._update_metadata.entry
 
     def update_metadata_body(self, states: Iterable[UpdateMetadataPartitionState]) -> bytes:
         """States as the ``partition_states`` of an UpdateMetadataRequest."""
@@ -339,6 +341,13 @@ def update_metadata_entry(state_bytes: bytes) -> bytes:
     """``state_bytes`` as one element of a request's ``partition_states``: key, length, bytes
     (what ``update_metadata_body`` of that one state is)."""
     return fastwire.length_delimited(_PARTITION_STATES, state_bytes)
+
+
+def update_metadata_entries(states: Iterable[UpdateMetadataPartitionState]) -> list[bytes]:
+    """Each state as an element of a request's ``partition_states`` (``update_metadata_body``
+    is their join; ``update_metadata_entry`` of each state's bytes is each)."""
+    entry = ENCODER.update_metadata_entry
+    return [entry(s) for s in states]
 
 
 def update_metadata_body(states: Iterable[UpdateMetadataPartitionState]) -> bytes:

@@ -201,3 +201,33 @@ def test_decoded_hashes_are_the_hashes_of_states_built_in_code():
     cache = MetadataCache()
     cache.update(decoded)
     assert cache.digest() == fresh(states).digest()
+
+
+def test_caches_sharing_updates_share_each_topic_and_answer_as_unshared_ones():
+    """Brokers of one process (a simulated fleet) share what they build from the same decoded
+    requests: the same topic objects, the same digests and answers as a cache of its own."""
+    import dataclasses
+
+    from services.broker_agent.metadata_cache import SharedUpdates, topic_runs
+
+    def decoded(req: UpdateMetadata) -> UpdateMetadata:
+        """As the decoder makes it: cut into topic runs, which every broker then shares."""
+        hashes = tuple(state_hash(s) for s in req.partitions)
+        return dataclasses.replace(req, topic_runs=topic_runs(req.partitions, hashes))
+
+    shared = SharedUpdates()
+    one, two, alone = MetadataCache(shared), MetadataCache(shared), MetadataCache()
+    steps = [
+        decoded(request([mp("a", 0, 1), mp("a", 1, 2), mp("b", 0, 3)])),
+        decoded(request([mp("a", 1, 3, epoch=2), mp("b", 0, -2)])),  # b-0 deleted: b is gone
+        decoded(request([mp("c", 0, 1)], deleted=["a"])),
+    ]
+    for step in steps:
+        deleted = [cache.update(step) for cache in (one, two, alone)]
+        assert deleted[0] == deleted[1] == deleted[2]
+        assert one.digest() == two.digest() == alone.digest()
+        assert one.describe(None) == two.describe(None) == alone.describe(None)
+    assert one._topics["c"] is two._topics["c"]
+    assert one._topics["c"] is not alone._topics["c"]
+    assert (shared.hits, shared.misses) == (5, 5)  # 5 topic runs, each built once
+    assert one.topics() == ["c"]

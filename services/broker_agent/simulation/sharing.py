@@ -1,0 +1,92 @@
+"""What simulated brokers of one process share: each UpdateMetadata body decoded once, and
+each topic's next cached state built once (``metadata_cache.SharedUpdates``).
+
+The controller sends every broker the same UpdateMetadata partition states behind a header of
+its own (its broker epoch). On a real cluster each broker decodes and applies them on its own
+CPU, all in parallel; a hundred simulated brokers in one process would do it a hundred times
+over on the same core, and hold a hundred copies of the cluster's metadata. Here the first
+broker of the process to receive a body decodes and checks it (the servicer's own
+``decode_update_metadata``), and the others take that result under their own header; their
+caches then share the topic states built from it. Each broker still receives its request over
+gRPC, parses it, and runs its own fences, digest checks and cache update: what is shared is
+work whose result depends on the body alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from leasehold.broker.v1 import control_pb2
+from services.broker_agent.control_servicer import decode_update_metadata
+from services.broker_agent.metadata_cache import SharedUpdates
+from services.broker_agent.model import UpdateMetadata
+
+# The header fields an UpdateMetadata has before its partition states, which differ per broker
+# (controller id, controller epoch, broker epoch), as their varint tags; and its last field,
+# ``nothing_queued``, when true (a hint per request, not part of what the body says).
+_HEADER_TAGS = frozenset(
+    (control_pb2.UpdateMetadataRequest.DESCRIPTOR.fields_by_name[name].number << 3)
+    for name in ("controller_id", "controller_epoch", "broker_epoch")
+)
+_NOTHING_QUEUED = control_pb2.UpdateMetadataRequest(nothing_queued=True).SerializeToString()
+
+
+def body_of(encoded: bytes) -> bytes:
+    """An UpdateMetadata's encoding without its per-broker header fields and its
+    ``nothing_queued`` mark (protobuf writes fields in number order: those come first and
+    last)."""
+    pos = 0
+    while pos < len(encoded) and encoded[pos] in _HEADER_TAGS:
+        pos += 1
+        while encoded[pos] & 0x80:  # the varint's continuation bytes
+            pos += 1
+        pos += 1
+    end = len(encoded)
+    if encoded.endswith(_NOTHING_QUEUED):
+        end -= len(_NOTHING_QUEUED)
+    return encoded[pos:end]
+
+
+class SharedDecodes:
+    """UpdateMetadata bodies decoded once per process (module docstring); the last ``size``
+    kept."""
+
+    def __init__(
+        self,
+        decode: Callable[[control_pb2.UpdateMetadataRequest], UpdateMetadata] = (
+            decode_update_metadata
+        ),
+        size: int = 8,
+    ) -> None:
+        self._decode = decode
+        self._size = size
+        self._decoded: dict[bytes, UpdateMetadata] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def update_metadata(self, request: control_pb2.UpdateMetadataRequest) -> UpdateMetadata:
+        body = body_of(request.SerializeToString())
+        found = self._decoded.pop(body, None)
+        if found is None:
+            self.misses += 1
+            found = self._decode(request)  # raises on a malformed request: nothing kept
+        else:
+            self.hits += 1
+        self._decoded[body] = found  # the newest last
+        while len(self._decoded) > self._size:
+            del self._decoded[next(iter(self._decoded))]
+        return dataclasses.replace(
+            found,
+            controller_id=request.controller_id,
+            controller_epoch=request.controller_epoch,
+            broker_epoch=request.broker_epoch,
+        )
+
+
+@dataclasses.dataclass
+class Sharing:
+    """Everything the brokers of one simulation process share."""
+
+    decodes: SharedDecodes = dataclasses.field(default_factory=SharedDecodes)
+    updates: SharedUpdates = dataclasses.field(default_factory=SharedUpdates)

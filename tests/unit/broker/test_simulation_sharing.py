@@ -1,0 +1,57 @@
+"""Simulated brokers of one process decode each UpdateMetadata body once: what is shared
+depends on the body alone, each broker keeps its own header (and a malformed body is refused
+to every broker, never kept)."""
+
+from __future__ import annotations
+
+import pytest
+
+from leasehold.broker.v1 import control_pb2
+from leasehold.common.v1 import common_pb2
+from leasehold.errors import InvalidRequestError
+from services.broker_agent.simulation.sharing import SharedDecodes, body_of
+
+STATES = [
+    control_pb2.UpdateMetadataPartitionState(
+        topic="t", topic_id="id-t", partition=p, controller_epoch=3, leader=1, leader_epoch=2,
+        isr=[1, 2], partition_epoch=40 + p, replicas=[1, 2],
+    )
+    for p in range(3)
+]  # fmt: skip
+BROKERS = [common_pb2.BrokerEndpoint(broker_id=i, host="h", port=9000 + i) for i in (1, 2)]
+
+
+def request(broker_epoch: int, **kw) -> control_pb2.UpdateMetadataRequest:
+    fields = {"partition_states": STATES, "live_brokers": BROKERS, **kw}
+    return control_pb2.UpdateMetadataRequest(
+        controller_id=7, controller_epoch=3, broker_epoch=broker_epoch, **fields
+    )
+
+
+def test_the_body_leaves_out_the_header_and_the_nothing_queued_mark():
+    one = request(1000).SerializeToString()
+    other = request(2**40, nothing_queued=True).SerializeToString()
+    assert one != other
+    assert body_of(one) == body_of(other)
+    assert body_of(one) != body_of(request(1000, deleted_topics=["x"]).SerializeToString())
+
+
+def test_a_body_is_decoded_once_and_each_broker_keeps_its_header():
+    decodes = SharedDecodes()
+    first, second = (
+        decodes.update_metadata(request(11)),
+        decodes.update_metadata(request(12, nothing_queued=True)),
+    )
+    assert (decodes.hits, decodes.misses) == (1, 1)
+    assert (first.broker_epoch, second.broker_epoch) == (11, 12)
+    assert first.partitions is second.partitions
+    assert first.topic_runs is second.topic_runs  # the caches then share the topic states
+
+
+def test_a_malformed_body_is_refused_every_time():
+    decodes = SharedDecodes()
+    twice = [STATES[0], STATES[0]]
+    for broker_epoch in (1, 2):
+        with pytest.raises(InvalidRequestError):
+            decodes.update_metadata(request(broker_epoch, partition_states=twice))
+    assert (decodes.hits, decodes.misses) == (0, 2)
