@@ -23,13 +23,13 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import logging
 import signal
 import sys
 import threading
 import time
 from collections.abc import Sequence
 
+from leasehold import logs
 from leasehold.etcd import EtcdClient, Keyspace, Renewer
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.model import TopicPartition
@@ -187,7 +187,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logs.configure("simulated-brokers", "warning")  # JSON lines with times, as the services
     asyncio.run(run(parse_args(argv)))
     return 0
 

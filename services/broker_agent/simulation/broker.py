@@ -57,6 +57,7 @@ class Observation:
     update_metadata_requests: int = 0
     digest_mismatches: int = 0
     leader_and_isr_requests: int = 0
+    leader_and_isr_states: int = 0
     last_leader_and_isr_at: float = 0.0
     stop_replica_requests: int = 0
 
@@ -77,6 +78,7 @@ class ObservedControlServicer(BrokerControlServicer):
     async def LeaderAndIsr(self, request, context):
         response = await super().LeaderAndIsr(request, context)
         self._seen.leader_and_isr_requests += 1
+        self._seen.leader_and_isr_states += len(request.partition_states)
         self._seen.last_leader_and_isr_at = time.time()
         return response
 
@@ -206,6 +208,7 @@ class SimulatedBroker:
             "update_metadata_requests": seen.update_metadata_requests,
             "digest_mismatches": seen.digest_mismatches,
             "leader_and_isr_requests": seen.leader_and_isr_requests,
+            "leader_and_isr_states": seen.leader_and_isr_states,
             "last_leader_and_isr_at": seen.last_leader_and_isr_at,
             "stop_replica_requests": seen.stop_replica_requests,
             "still_led": still,

@@ -15,7 +15,9 @@ work whose result depends on the body alone.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from leasehold.broker.v1 import control_pb2
 from services.broker_agent.control_servicer import decode_update_metadata
@@ -50,7 +52,8 @@ def body_of(encoded: bytes) -> bytes:
 
 class SharedDecodes:
     """UpdateMetadata bodies decoded once per process (module docstring); the last ``size``
-    kept."""
+    kept. Big requests are decoded on worker threads (``control_servicer``), so brokers that
+    receive one body at once wait for the first to decode it rather than all decoding it."""
 
     def __init__(
         self,
@@ -61,23 +64,35 @@ class SharedDecodes:
     ) -> None:
         self._decode = decode
         self._size = size
-        self._decoded: dict[bytes, UpdateMetadata] = {}
+        self._lock = threading.Lock()
+        self._decoded: dict[bytes, Future[UpdateMetadata]] = {}
         self.hits = 0
         self.misses = 0
 
     def update_metadata(self, request: control_pb2.UpdateMetadataRequest) -> UpdateMetadata:
         body = body_of(request.SerializeToString())
-        found = self._decoded.pop(body, None)
-        if found is None:
+        with self._lock:
+            found = self._decoded.pop(body, None)
+            first = found is None
+            if first:
+                found = Future()
+            self._decoded[body] = found  # the newest last
+            while len(self._decoded) > self._size:
+                del self._decoded[next(iter(self._decoded))]
+        assert found is not None
+        if first:
             self.misses += 1
-            found = self._decode(request)  # raises on a malformed request: nothing kept
+            try:
+                found.set_result(self._decode(request))
+            except BaseException as exc:  # a malformed request: refused to every broker
+                found.set_exception(exc)
+                with self._lock:
+                    if self._decoded.get(body) is found:
+                        del self._decoded[body]
         else:
             self.hits += 1
-        self._decoded[body] = found  # the newest last
-        while len(self._decoded) > self._size:
-            del self._decoded[next(iter(self._decoded))]
         return dataclasses.replace(
-            found,
+            found.result(),
             controller_id=request.controller_id,
             controller_epoch=request.controller_epoch,
             broker_epoch=request.broker_epoch,
