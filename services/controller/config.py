@@ -20,7 +20,7 @@ from leasehold.etcd.session import DEFAULT_TTL
 from leasehold.peer_auth import hostname_id
 
 # The ways requests reach the brokers (``services.controller.delivery``).
-DELIVERIES = ("fast", "plain")
+DELIVERIES = ("fast", "plain", "full")
 
 DEFAULT_PORT = 9190
 
@@ -56,8 +56,9 @@ class ControllerConfig:
     heartbeat_interval_s: float = 5.0
     # The name the TLS certificate carries when the advertised host is not it (a pod's IP).
     advertised_tls_name: str = ""
-    # How requests reach the brokers: "fast" (the default) or "plain", the generated classes
-    # alone, the reference the fast one is tested against (``services.controller.delivery``).
+    # How requests reach the brokers: "fast" (the default); "plain", the generated classes
+    # alone, the reference the fast one is tested against; "full", the fast one sending every
+    # partition in full at failover (``services.controller.delivery``).
     delivery: str = "fast"
     # __consumer_offsets, created on a broker's first need of it (Kafka's offsets.topic.*):
     # the replication factor is capped at the live brokers then.

@@ -55,7 +55,7 @@ LEADER_AND_ISR = "LeaderAndIsr"
 UPDATE_METADATA = "UpdateMetadata"
 STOP_REPLICA = "StopReplica"
 
-Request = Message | wire.EncodedRequest | wire.DigestFirst
+Request = Message | wire.EncodedRequest | wire.DigestFirst | wire.LazyRequest
 ResponseCallback = Callable[[int, str, Request, Message], None]
 
 # ``nothing_queued`` (field 15, true) in wire form, the same in all three request messages.
@@ -137,6 +137,8 @@ class _Broker:
             if pending is not None and request is pending.pages[0]:
                 self.sending_in_full = None
                 pending.settled.set()
+        elif isinstance(request, wire.LazyRequest):
+            data = request.build().payload
         else:
             data = request.SerializeToString()
         if self.sending > self.issued:
@@ -602,7 +604,7 @@ def _partitions(request: Request) -> int:
     digest-first UpdateMetadata counts those it names when sent in full."""
     if isinstance(request, wire.DigestFirst):
         return request.partition_count
-    if isinstance(request, wire.EncodedRequest):
+    if isinstance(request, wire.EncodedRequest | wire.LazyRequest):
         return request.partition_count
     states = getattr(request, "partition_states", None)
     return len(states) if states is not None else 0

@@ -47,9 +47,17 @@ BULK_EVENT_S = 0.05
 
 
 class FastDelivery(ChannelsOfTheTerm):
-    def __init__(self, channel_factory: Callable[[], ControllerChannelManager]) -> None:
+    def __init__(
+        self,
+        channel_factory: Callable[[], ControllerChannelManager],
+        *,
+        digest_first: bool = True,
+    ) -> None:
         super().__init__(channel_factory)
         self.metadata_cache = UpdateMetadataCache()
+        # False (``--delivery full``): a failover sends every broker every partition, as
+        # Kafka's controller does; the same encoding, for comparing the two.
+        self.digest_first = digest_first
 
     # ---- requests --------------------------------------------------------------------------
     def send_batch(self, requests: Mapping[int, BrokerRequests]) -> bool:
@@ -74,6 +82,8 @@ class FastDelivery(ChannelsOfTheTerm):
             return "not sent (no channels)"
         s = channels.settings
         cache = self.metadata_cache
+        if not self.digest_first:
+            return await self._push_in_full(ctx)
         requests = cache.digest_first_update_metadata(
             ctx, s.controller_host, s.controller_port, s.max_partitions_per_request
         )
@@ -101,6 +111,28 @@ class FastDelivery(ChannelsOfTheTerm):
             f"(digest {cache.digest().hex()} of {len(cache)} partitions) "
             f"{'settled' if settled else 'still queued or unanswered'} to {len(requests)} "
             f"brokers; sent in full to brokers {in_full or 'none'}"
+        )
+
+    async def _push_in_full(self, ctx: ControllerContext) -> str:
+        """Every partition to every registered broker in full (no digest first), paged, each
+        page encoded as it leaves; on the wire (``ISSUE_TIMEOUT_S`` at most)."""
+        channels = self.channels
+        assert channels is not None
+        s = channels.settings
+        cache = self.metadata_cache
+        pages = cache.lazy_full_update_metadata(
+            ctx, s.controller_host, s.controller_port, s.max_partitions_per_request
+        )
+        live = tuple(ctx.brokers[b] for b in sorted(ctx.brokers))
+        channels.held_states = cache.held()
+        for b, requests in pages.items():
+            for request in requests:
+                channels.send(b, UPDATE_METADATA, request, live_brokers=live)
+            channels.now_holds(b)
+        settled = await channels.wait_issued(ISSUE_TIMEOUT_S)
+        return (
+            f"(every one of {len(cache)} partitions, in full) "
+            f"{'on the wire' if settled else 'still queued'} to {len(pages)} brokers"
         )
 
     # ---- the standby's metadata ------------------------------------------------------------

@@ -136,6 +136,38 @@ class UpdateMetadataCache:
             for i, (body, count) in enumerate(pages)
         ]
 
+    def lazy_full_update_metadata(
+        self,
+        ctx: ControllerContext,
+        controller_host: str,
+        controller_port: int,
+        page: int | None = None,
+    ) -> dict[int, list[wire.LazyRequest]]:
+        """``full_pages`` per registered broker, each page encoded when it is sent (the
+        states are joined once now and shared)."""
+        self.refresh(ctx)
+        bodies = self.bodies(page)
+        out = {}
+        for header in headers(ctx):
+            unchanged = wire.LiveBrokers(wire.live_digest(header.live_brokers), ())
+            out[header.broker_id] = [
+                wire.LazyRequest(
+                    functools.partial(
+                        wire.encoded_update_metadata,
+                        header,
+                        controller_host,
+                        controller_port,
+                        body,
+                        count,
+                        None if i == 0 else unchanged,
+                    ),
+                    count,
+                    header,
+                )
+                for i, (body, count) in enumerate(bodies)
+            ]
+        return out
+
     def digest_first_update_metadata(
         self,
         ctx: ControllerContext,

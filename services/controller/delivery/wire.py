@@ -376,6 +376,23 @@ def encoded_update_metadata(
     )
 
 
+class LazyRequest:
+    """A request encoded only when its channel sends it (``build`` is called then, each time):
+    a failover sending every partition in full to a thousand brokers would otherwise hold a
+    thousand copies of the cluster's states in memory at once."""
+
+    __slots__ = ("build", "partition_count", "controller_id", "controller_epoch", "broker_epoch")
+
+    def __init__(
+        self, build: Callable[[], EncodedRequest], partition_count: int, header: BrokerRequests
+    ) -> None:
+        self.build = build
+        self.partition_count = partition_count
+        self.controller_id = header.controller_id
+        self.controller_epoch = header.controller_epoch
+        self.broker_epoch = header.broker_epoch
+
+
 class DigestFirst:
     """An UpdateMetadata to send in a short form first and in ``full`` only if the broker
     answers METADATA_DIGEST_MISMATCH: the channel sends the two back to back, before anything

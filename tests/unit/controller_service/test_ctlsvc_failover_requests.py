@@ -126,11 +126,11 @@ def _events(leaders: dict[TopicPartition, list[int]], registered) -> list[ev.Con
 
 
 async def _active(
-    tmp_path, leaders, timeline, registered=(1, 2, 3), extra=(), caches=None
+    tmp_path, leaders, timeline, registered=(1, 2, 3), extra=(), caches=None, delivery="fast"
 ) -> Controller:
     brokers: dict[int, MetadataCache] = {} if caches is None else caches
     c = Controller(
-        ControllerConfig(controller_id=1),
+        ControllerConfig(controller_id=1, delivery=delivery),
         _Store(),  # type: ignore[arg-type]
         StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
         lambda: [],
@@ -235,6 +235,34 @@ async def test_brokers_kept_up_to_date_take_the_digest_alone(tmp_path) -> None:
     newer = await _active(tmp_path / "newer", leaders, timeline, caches=caches)
     await asyncio.sleep(0.01)
     assert newer.channels.digest_mismatches == 1
+    assert {b: cache.digest() for b, cache in caches.items()} == digests
+
+
+async def test_the_full_delivery_sends_every_partition_at_failover(tmp_path) -> None:
+    """``--delivery full``: no digest first, every broker sent every partition (Kafka's
+    failover), encoded as it leaves; what the replica startup resends is still held."""
+    leaders = {TopicPartition("a", p): [1 + p % 3, 1 + (p + 1) % 3] for p in range(6)}
+    caches: dict[int, MetadataCache] = {}
+    await _active(tmp_path, leaders, [], caches=caches)  # brokers kept up to date
+    digests = {b: cache.digest() for b, cache in caches.items()}
+    timeline: list = []
+    (tmp_path / "full").mkdir()
+    c = await _active(tmp_path / "full", leaders, timeline, caches=caches, delivery="full")
+    await asyncio.sleep(0.01)
+    sent = [
+        (e[1], control_pb2.UpdateMetadataRequest.FromString(e[3]))
+        for e in timeline
+        if e[0] == "wire" and e[2] == UPDATE_METADATA
+    ]
+    firsts = {}
+    for broker, um in sent:
+        firsts.setdefault(broker, um)
+    assert sorted(firsts) == [1, 2, 3]
+    for um in firsts.values():
+        assert not um.metadata_digest and len(um.partition_states) == 6
+        assert [b.broker_id for b in um.live_brokers] == [1, 2, 3]
+    assert c.channels.digest_mismatches == 0
+    assert all(not um.partition_states for b, um in sent if um is not firsts[b])
     assert {b: cache.digest() for b, cache in caches.items()} == digests
 
 
