@@ -31,9 +31,10 @@ import asyncio
 import os
 import signal
 import time
+from pathlib import Path
 
 from bench.framework import BenchSuite, Column, Result, Row, RunContext
-from bench.observe import active_controller, controller_epoch, watch_until
+from bench.observe import active_controller, controller_epoch, wait_record, watch_until
 from bench.scenario import Layout, Scenario, Sizing, requests_answered, write_topics
 from bench.sim_fleet import Fleet, FleetProcess, rss_bytes, split_ids
 
@@ -115,9 +116,15 @@ def hosted_by(layout: Layout, broker: int) -> list[tuple[str, int]]:
     ]
 
 
+def state_change_log(sc: Scenario, controller_id: int) -> Path:
+    return sc.cluster.workdir / f"state-change-{controller_id}.log"
+
+
 async def controller_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]:
     old_id, old_key = await active_controller(sc.client, sc.keyspace)
     epoch, revision = await controller_epoch(sc.client, sc.keyspace)
+    logs = {c: state_change_log(sc, c) for c in sc.cluster.controllers if c != old_id}
+    offsets = {c: p.stat().st_size if p.exists() else 0 for c, p in logs.items()}
     before = await fleet.stats()
     gone = asyncio.create_task(
         watch_until(sc.client, old_key, start_revision=revision + 1, done=lambda e: e.deleted)
@@ -133,8 +140,16 @@ async def controller_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]:
     sent = total(after, "update_metadata_bytes") - total(before, "update_metadata_bytes")
     mismatches = total(after, "digest_mismatches") - total(before, "digest_mismatches")
     # The rest of the failover (the state machines' startup resends every partition's
-    # LeaderAndIsr and UpdateMetadata, as Kafka's does), until the new controller has nothing
-    # queued: what every broker received in all.
+    # LeaderAndIsr and UpdateMetadata, as Kafka's does): until the new controller's
+    # ``failover_done`` record, then until it has nothing queued: what every broker received.
+    (new_id,) = logs
+    await wait_record(
+        logs[new_id],
+        since=offsets[new_id],
+        timeout=WAIT_S,
+        event="failover_done",
+        controller_epoch=epoch + 1,
+    )
     survivor = [p for c, p in sc.cluster.controllers.items() if c != old_id]
     await requests_answered(survivor, timeout=WAIT_S)
     done = await fleet.stats()

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# New partitions decided, committed and sent per step of ``on_new_partition_creation``.
+CREATION_CHUNK = 20_000
+
+
 class TopicFlows:
     def __init__(self, c: FlowContext) -> None:
         self.c = c
@@ -79,15 +83,24 @@ class TopicFlows:
                 await self.on_new_partition_creation(created)
 
     async def on_new_partition_creation(self, tps: Sequence[TopicPartition]) -> None:
+        """Kafka's ``onNewPartitionCreation``, ``CREATION_CHUNK`` partitions at a time: each
+        chunk New, then Online with its replicas, its requests sent before the next is decided.
+        A million partitions created at once would otherwise hold every plan, request and
+        record of all of them in memory together (gigabytes), and tell brokers nothing until
+        the last is decided."""
         c = self.c
         log.info(
             "new partitions: %s", ", ".join(map(str, tps[:20])) + ("..." if len(tps) > 20 else "")
         )
-        replicas = c.ctx.replicas_for_partitions(tps)
-        await move_partitions(c, tps, PartitionState.NEW)
-        await move_replicas(c, replicas, ReplicaState.NEW)
-        await move_partitions(c, tps, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE)
-        await move_replicas(c, replicas, ReplicaState.ONLINE)
+        for start in range(0, len(tps), CREATION_CHUNK):
+            if start:
+                await c.send_now()
+            chunk = tps[start : start + CREATION_CHUNK]
+            replicas = c.ctx.replicas_for_partitions(chunk)
+            await move_partitions(c, chunk, PartitionState.NEW)
+            await move_replicas(c, replicas, ReplicaState.NEW)
+            await move_partitions(c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE)
+            await move_replicas(c, replicas, ReplicaState.ONLINE)
 
     def on_partition_state_change(self, event: PartitionStateChange) -> None:
         """Our own writes come back through the watch and are ignored; anything newer was not

@@ -105,3 +105,33 @@ async def test_a_cancelled_flush_async_leaves_every_record_pending(tmp_path, mon
     assert [line.split('"ts_ms":')[1].rstrip("}") for line in lines] == [
         str(1_000 + i) for i in range(30)
     ]
+
+
+async def test_records_past_the_pending_bound_are_written_at_once_and_flushes_write_in_pieces(
+    tmp_path, monkeypatch
+) -> None:
+    """An event that keeps more than ``MAX_PENDING`` records has them written as they come,
+    and a flush writes ``WRITE_LINES`` at a time: memory stays bounded, and nothing is lost,
+    doubled or reordered (a cancelled flush keeps what it did not write)."""
+    monkeypatch.setattr(statelog, "MAX_PENDING", 20)
+    monkeypatch.setattr(statelog, "WRITE_LINES", 8)
+    monkeypatch.setattr(statelog, "FLUSH_SLICE", 4)
+    path = tmp_path / "sc.log"
+    log = StateChangeLog(str(path), controller_id=1)
+    log.write(_records(15))
+    assert path.read_text() == ""
+    log.write(_records(10, 15))  # 25 kept: past the bound, written now
+    assert len(path.read_text().splitlines()) == 25
+    for first in (25, 30, 35):
+        log.write(_records(5, first))
+    flushing = asyncio.create_task(log.flush_async())
+    for _ in range(3):
+        await asyncio.sleep(0)
+    flushing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await flushing
+    log.close()
+    lines = path.read_text().splitlines()
+    assert [line.split('"ts_ms":')[1].rstrip("}") for line in lines] == [
+        str(1_000 + i) for i in range(40)
+    ]
