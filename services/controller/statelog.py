@@ -7,11 +7,11 @@ the same writer.
 Writing is deferred: ``write`` only keeps the records (and the trace they belong to), and the
 controller calls ``flush`` at the end of every event, which encodes them and writes the file
 (in pieces of ``WRITE_LINES``; an event that keeps more than ``MAX_PENDING`` records has them
-written as they come). So the file is current whenever the event loop is idle, a clean stop loses nothing (a
-crash loses at most the event being handled, which a new controller redoes from etcd anyway),
-and the encoding happens after the event's answer (a controlled shutdown's, say) has left. A
-failover at 10,000 partitions writes tens of thousands of records: one write and flush per plan
-on the event loop, and the per-record encoding, were most of its time.
+written as they come). So the file is current whenever the event loop is idle, a clean stop
+loses nothing (a crash loses at most the event being handled, which a new controller redoes
+from etcd anyway), and the encoding happens after the event's answer (a controlled shutdown's,
+say) has left. A failover at 10,000 partitions writes tens of thousands of records: one write
+and flush per plan on the event loop, and the per-record encoding, were most of its time.
 
 The controller's end-of-event flush is ``flush_async``: the same encoding, in slices of
 ``FLUSH_SLICE`` records with the event loop let go between them. A broker failure at 10,000

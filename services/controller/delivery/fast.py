@@ -36,6 +36,7 @@ from services.controller.delivery.base import ChannelsOfTheTerm
 from services.controller.delivery.channels import UPDATE_METADATA, ControllerChannelManager
 from services.controller.delivery.metadata_cache import UpdateMetadataCache
 from services.controller.delivery.plain import send_deleted_topics
+from services.controller.delivery.wire import DigestFirst
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class FastDelivery(ChannelsOfTheTerm):
     ) -> None:
         super().__init__(channel_factory)
         self.metadata_cache = UpdateMetadataCache()
+        self._pushed: dict[int, DigestFirst] = {}  # the failover's UpdateMetadata per broker
         # False (``--delivery full``): a failover sends every broker every partition, as
         # Kafka's controller does; the same encoding, for comparing the two.
         self.digest_first = digest_first
@@ -96,6 +98,7 @@ class FastDelivery(ChannelsOfTheTerm):
             if channels.send(b, UPDATE_METADATA, r, live_brokers=live):
                 channels.now_holds(b)
                 queued.append(r)
+        self._pushed = requests
         # On the wire, then answered (a broker kept up to date by the old controller takes the
         # digest in a few milliseconds) or, for a broker whose cache differs, sent in full.
         settled = await channels.wait_issued(ISSUE_TIMEOUT_S)
@@ -112,6 +115,13 @@ class FastDelivery(ChannelsOfTheTerm):
             f"{'settled' if settled else 'still queued or unanswered'} to {len(requests)} "
             f"brokers; sent in full to brokers {in_full or 'none'}"
         )
+
+    def brokers_up_to_date(self) -> frozenset[int]:
+        """Brokers that took the failover's digest as their cache's: they had applied every
+        UpdateMetadata of the old controller, and so every LeaderAndIsr queued before each of
+        them (a broker's requests are answered in order, LeaderAndIsr before the UpdateMetadata
+        of the same change). Those not yet answered are not counted."""
+        return frozenset(b for b, r in self._pushed.items() if r.in_full is False)
 
     async def _push_in_full(self, ctx: ControllerContext) -> str:
         """Every partition to every registered broker in full (no digest first), paged, each

@@ -94,6 +94,10 @@ class PlainDelivery(ChannelsOfTheTerm):
                 )
         return f"of {len(states)} partitions queued in full"
 
+    def brokers_up_to_date(self) -> frozenset[int]:
+        """None known: every broker is sent everything, as Kafka's controller does."""
+        return frozenset()
+
     def refresh_metadata(self, ctx: ControllerContext) -> None:
         ctx.take_metadata_changes()  # nothing is kept encoded: the changes need no tracking
 

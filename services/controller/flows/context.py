@@ -233,6 +233,11 @@ class FlowContext:
         what happened, for the log."""
         return await self._c.delivery.push_metadata(self._c.ctx)
 
+    def brokers_up_to_date(self) -> frozenset[int]:
+        """Brokers whose metadata was, by their answer to the failover's UpdateMetadata,
+        exactly what the old controller had told them (``BrokerDelivery.brokers_up_to_date``)."""
+        return self._c.delivery.brokers_up_to_date()
+
     def bulk_change(self) -> contextlib.AbstractContextManager:
         """Around a change of thousands of partitions."""
         return self._c.delivery.bulk_change()

@@ -221,10 +221,12 @@ async def test_brokers_kept_up_to_date_take_the_digest_alone(tmp_path) -> None:
     assert new.channels.digest_mismatches == 0
     assert [(len(um.metadata_digest), len(um.partition_states)) for um in sent[:3]] == [(16, 0)] * 3
     assert all(um.metadata_digest == b"" for um in sent[3:])  # later ones are ordinary
-    # The replica state machine's startup resends every partition (Kafka's failover); the
-    # brokers hold them all from the failover's UpdateMetadata: none is sent again.
-    lai_sent = [e for e in timeline if e[0] == "wire" and e[2] == "LeaderAndIsr"]
-    assert lai_sent and all(not um.partition_states for um in sent[3:])
+    # The replica state machine's startup resends every partition (Kafka's failover): brokers
+    # that took the digest hold every UpdateMetadata state and had answered every LeaderAndIsr
+    # before it, so neither is sent again.
+    assert not [e for e in timeline if e[0] == "wire" and e[2] == "LeaderAndIsr"]
+    assert all(not um.partition_states for um in sent[3:])
+    assert new.delivery.brokers_up_to_date() == {1, 2, 3}
     assert {b: cache.digest() for b, cache in caches.items()} == digests
 
     # A broker whose cache lost a partition is sent every partition again, and then agrees.
