@@ -27,6 +27,7 @@ from services.controller.core import (
     PartitionStateWrite,
     ReplicaAssignment,
 )
+from services.controller.core.model import shared_ints
 
 RECOVERING = common_pb2.LEADER_RECOVERY_STATE_RECOVERING
 RECOVERED = common_pb2.LEADER_RECOVERY_STATE_RECOVERED
@@ -70,12 +71,15 @@ def decode_partition_state(value: bytes, mod_revision: int) -> StoredPartitionSt
     lai = LeaderAndIsr.of_valid(  # protobuf int fields are ints already
         pb.leader,
         pb.leader_epoch,
-        tuple(pb.isr),
+        shared_ints(tuple(pb.isr)),
         pb.controller_epoch,
         mod_revision,
         pb.leader_recovery_state == RECOVERING,
     )
-    return StoredPartitionState(lai, tuple(pb.adding_replicas), tuple(pb.removing_replicas))
+    adding, removing = pb.adding_replicas, pb.removing_replicas
+    return StoredPartitionState(
+        lai, tuple(adding) if adding else (), tuple(removing) if removing else ()
+    )
 
 
 def recovery_state(recovering: bool) -> int:

@@ -129,8 +129,10 @@ class ClusterView:
             for s in event.updates:
                 if s.state is None:
                     self.state_sets.pop(s.tp, None)
-                else:
+                elif s.state.adding or s.state.removing:
                     self.state_sets[s.tp] = (s.state.adding, s.state.removing)
+                else:  # no reassignment, as nearly every partition: the default, not kept
+                    self.state_sets.pop(s.tp, None)
         elif isinstance(event, ConfigChange):
             for topic, entries in event.topics:
                 if entries is None:

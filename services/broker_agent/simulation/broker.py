@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from leasehold.broker.v1 import control_pb2_grpc
+from leasehold.broker.v1 import control_pb2, control_pb2_grpc
 from leasehold.etcd import EtcdClient, Keyspace, Renewer
 from leasehold.grpc_errors import ErrorInterceptor
 from leasehold.peer_auth import SERVICE_ROLES
@@ -70,8 +70,10 @@ class ObservedControlServicer(BrokerControlServicer):
     ) -> None:
         if sharing is None:
             super().__init__(replicas)
+            self._received_bytes = lambda request: request.ByteSize()
         else:
             super().__init__(replicas, decode_update_metadata=sharing.decodes.update_metadata)
+            self._received_bytes = sharing.decodes.received_bytes
         self._state = replicas
         self._seen = seen
 
@@ -88,7 +90,7 @@ class ObservedControlServicer(BrokerControlServicer):
         return response
 
     async def UpdateMetadata(self, request, context):
-        size = request.ByteSize()
+        size = self._received_bytes(request)
         response = await super().UpdateMetadata(request, context)
         seen = self._seen
         seen.update_metadata_bytes += size
@@ -100,6 +102,32 @@ class ObservedControlServicer(BrokerControlServicer):
             seen.last_update_metadata_at = now
             seen.epoch_seen_at.setdefault(request.controller_epoch, now)
         return response
+
+
+def control_handlers(servicer: BrokerControlServicer, sharing: Sharing) -> grpc.GenericRpcHandler:
+    """BrokerControlService as the generated registration serves it, but for UpdateMetadata's
+    deserializer: the process's, which parses only the header of a body it decoded already
+    (``sharing.SharedDecodes.deserialize``)."""
+    pb = control_pb2
+    methods = {
+        "LeaderAndIsr": grpc.unary_unary_rpc_method_handler(
+            servicer.LeaderAndIsr,
+            request_deserializer=pb.LeaderAndIsrRequest.FromString,
+            response_serializer=pb.LeaderAndIsrResponse.SerializeToString,
+        ),
+        "StopReplica": grpc.unary_unary_rpc_method_handler(
+            servicer.StopReplica,
+            request_deserializer=pb.StopReplicaRequest.FromString,
+            response_serializer=pb.StopReplicaResponse.SerializeToString,
+        ),
+        "UpdateMetadata": grpc.unary_unary_rpc_method_handler(
+            servicer.UpdateMetadata,
+            request_deserializer=sharing.decodes.deserialize,
+            response_serializer=pb.UpdateMetadataResponse.SerializeToString,
+        ),
+    }
+    name = pb.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
+    return grpc.method_handlers_generic_handler(name, methods)
 
 
 class SimulatedBroker:
@@ -143,9 +171,11 @@ class SimulatedBroker:
             ],
             options=server_options(s.max_receive_bytes),
         )
-        control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
-            ObservedControlServicer(self.replicas, self.seen, self.sharing), server
-        )
+        servicer = ObservedControlServicer(self.replicas, self.seen, self.sharing)
+        if self.sharing is None:
+            control_pb2_grpc.add_BrokerControlServiceServicer_to_server(servicer, server)
+        else:
+            server.add_generic_rpc_handlers((control_handlers(servicer, self.sharing),))
         self.port = server.add_insecure_port(f"{self.host}:0")
         await server.start()
         self.server = server

@@ -8,8 +8,9 @@ over on the same core, and hold a hundred copies of the cluster's metadata. Here
 broker of the process to receive a body decodes and checks it (the servicer's own
 ``decode_update_metadata``), and the others take that result under their own header; their
 caches then share the topic states built from it. Each broker still receives its request over
-gRPC, parses it, and runs its own fences, digest checks and cache update: what is shared is
-work whose result depends on the body alone.
+gRPC, parses its header (its whole request, if its body is new to the process), and runs its
+own fences, digest checks and cache update: what is shared is work whose result depends on the
+body alone.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ _HEADER_TAGS = frozenset(
     for name in ("controller_id", "controller_epoch", "broker_epoch")
 )
 _NOTHING_QUEUED = control_pb2.UpdateMetadataRequest(nothing_queued=True).SerializeToString()
+RECEIVED_MAX = 1_000
 
 
-def body_of(encoded: bytes) -> bytes:
-    """An UpdateMetadata's encoding without its per-broker header fields and its
-    ``nothing_queued`` mark (protobuf writes fields in number order: those come first and
-    last)."""
+def split(encoded: bytes) -> tuple[int, int]:
+    """Where an UpdateMetadata's encoding has its body: after its per-broker header fields and
+    before its ``nothing_queued`` mark (protobuf writes fields in number order: those come
+    first and last)."""
     pos = 0
     while pos < len(encoded) and encoded[pos] in _HEADER_TAGS:
         pos += 1
@@ -47,7 +49,13 @@ def body_of(encoded: bytes) -> bytes:
     end = len(encoded)
     if encoded.endswith(_NOTHING_QUEUED):
         end -= len(_NOTHING_QUEUED)
-    return encoded[pos:end]
+    return pos, end
+
+
+def body_of(encoded: bytes) -> bytes:
+    """An UpdateMetadata's encoding without its per-broker header and ``nothing_queued``."""
+    start, end = split(encoded)
+    return encoded[start:end]
 
 
 class SharedDecodes:
@@ -66,11 +74,39 @@ class SharedDecodes:
         self._size = size
         self._lock = threading.Lock()
         self._decoded: dict[bytes, Future[UpdateMetadata]] = {}
+        # id(request) -> (its body, its size), from ``deserialize`` to ``update_metadata``.
+        self._received: dict[int, tuple[bytes, int]] = {}
         self.hits = 0
         self.misses = 0
 
+    def deserialize(self, encoded: bytes) -> control_pb2.UpdateMetadataRequest:
+        """gRPC's request deserializer for these brokers: a request whose body was decoded
+        already is parsed for its header alone (the rest is the decoded body's); its body and
+        size are noted for ``update_metadata`` and the figures."""
+        start, end = split(encoded)
+        body = encoded[start:end]
+        with self._lock:
+            found = self._decoded.get(body)
+        known = found is not None and found.done() and found.exception() is None
+        if known:
+            request = control_pb2.UpdateMetadataRequest.FromString(encoded[:start] + encoded[end:])
+        else:
+            request = control_pb2.UpdateMetadataRequest.FromString(encoded)
+        with self._lock:
+            self._received[id(request)] = (body, len(encoded))
+            while len(self._received) > RECEIVED_MAX:  # requests never handled (cancelled)
+                del self._received[next(iter(self._received))]
+        return request
+
+    def received_bytes(self, request: control_pb2.UpdateMetadataRequest) -> int:
+        """The size ``request`` arrived in."""
+        found = self._received.get(id(request))
+        return found[1] if found is not None else request.ByteSize()
+
     def update_metadata(self, request: control_pb2.UpdateMetadataRequest) -> UpdateMetadata:
-        body = body_of(request.SerializeToString())
+        with self._lock:
+            received = self._received.pop(id(request), None)
+        body = received[0] if received else body_of(request.SerializeToString())
         with self._lock:
             found = self._decoded.pop(body, None)
             first = found is None

@@ -30,8 +30,25 @@ EPOCH_DURING_DELETE = -2
 """StopReplica leader epoch for a topic queued for deletion: overrides any epoch (KIP-570)."""
 
 
+# Replica lists and ISRs repeat across partitions (a cluster of B brokers has far fewer
+# distinct ones than partitions): one tuple of each kept, so a million partitions do not hold
+# millions of equal tuples. Bounded; past the bound new tuples are simply not shared.
+_SHARED: dict[tuple[int, ...], tuple[int, ...]] = {}
+SHARED_MAX = 200_000
+
+
+def shared_ints(values: tuple[int, ...]) -> tuple[int, ...]:
+    """``values`` (a tuple of ints), or the equal tuple already shared."""
+    found = _SHARED.get(values)
+    if found is not None:
+        return found
+    if len(_SHARED) < SHARED_MAX:
+        _SHARED[values] = values
+    return values
+
+
 def _ints(values: Iterable[int]) -> tuple[int, ...]:
-    return tuple(map(int, values))
+    return shared_ints(tuple(map(int, values)))
 
 
 def _derived_leader_and_isr(
@@ -204,9 +221,15 @@ class ReplicaAssignment:
     @classmethod
     def of_distinct(cls, replicas: tuple[int, ...]) -> ReplicaAssignment:
         """No reassignment, from a tuple of distinct ints (not checked): what a standby
-        composes for every watched partition state, without the constructor's checks."""
+        composes for every watched partition state, without the constructor's checks. Equal
+        ones are one object (immutable; partitions sharing replicas share it)."""
+        found = _PLAIN_ASSIGNMENTS.get(replicas)
+        if found is not None:
+            return found
         value = object.__new__(cls)
-        value.__dict__.update(replicas=replicas, adding=(), removing=())
+        value.__dict__.update(replicas=shared_ints(replicas), adding=(), removing=())
+        if len(_PLAIN_ASSIGNMENTS) < SHARED_MAX:
+            _PLAIN_ASSIGNMENTS[replicas] = value
         return value
 
     @property
@@ -250,6 +273,9 @@ class ReplicaAssignment:
         if replica in self.replicas:
             return self
         return replace(self, replicas=(*self.replicas, replica))
+
+
+_PLAIN_ASSIGNMENTS: dict[tuple[int, ...], ReplicaAssignment] = {}
 
 
 @dataclass(frozen=True)

@@ -55,3 +55,18 @@ def test_a_malformed_body_is_refused_every_time():
         with pytest.raises(InvalidRequestError):
             decodes.update_metadata(request(broker_epoch, partition_states=twice))
     assert (decodes.hits, decodes.misses) == (0, 2)
+
+
+def test_a_known_body_arrives_parsed_for_its_header_alone():
+    decodes = SharedDecodes()
+    first = request(11).SerializeToString()
+    second = request(12, nothing_queued=True).SerializeToString()
+    one = decodes.deserialize(first)
+    assert len(one.partition_states) == 3  # a body new to the process: parsed whole
+    decoded_one = decodes.update_metadata(one)
+    two = decodes.deserialize(second)
+    assert (two.broker_epoch, two.nothing_queued, len(two.partition_states)) == (12, True, 0)
+    assert decodes.received_bytes(two) == len(second)
+    decoded_two = decodes.update_metadata(two)
+    assert decoded_two.partitions is decoded_one.partitions
+    assert (decoded_two.broker_epoch, decodes.hits, decodes.misses) == (12, 1, 1)

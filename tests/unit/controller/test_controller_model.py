@@ -134,3 +134,18 @@ def test_ordering_and_names() -> None:
         PartitionReplica(TopicPartition("a", 1), 2),
         pr,
     ]
+
+
+def test_equal_replica_lists_and_plain_assignments_are_shared():
+    """A million partitions over a few hundred brokers repeat their replica lists and ISRs:
+    equal ones are one object, so memory grows with distinct lists, not partitions."""
+    from services.controller.core.model import ReplicaAssignment as RA
+
+    a, b = RA.of_distinct((7, 8, 9)), RA.of_distinct(tuple([7, 8, 9]))
+    assert a is b and a.replicas is b.replicas
+    assert (a.adding, a.removing) == ((), ())
+    lai = LeaderAndIsr(7, 1, [7, 8], 1)
+    assert lai.isr is LeaderAndIsr(8, 2, (7, 8), 1).isr
+    # A reassignment's assignment is its own (adding/removing differ per partition).
+    moving = RA((7, 8, 9, 10), adding=(10,), removing=(7,))
+    assert moving is not RA((7, 8, 9, 10), adding=(10,), removing=(7,))
