@@ -45,10 +45,10 @@ PER_PROCESS_ENV = "LEASEHOLD_BENCH_SCALE_PER_PROCESS"
 CONFIRM_ENV = "LEASEHOLD_BENCH_SCALE_CONFIRM"  # set: the plaintext broker's etcd confirmations
 # Simulated brokers per process: they share one lease-renewal thread, and each UpdateMetadata
 # body is decoded once per process (``simulation.sharing``), so more to a process costs less
-# memory and decoding; but a process is one core, and its LeaderAndIsr requests (each broker's
-# own) and lease renewals queue behind each other there: 98 to a process lost sessions at
-# 100 x 30,000 where 10 did not.
-PER_PROCESS = 20
+# memory, decoding and idle CPU (1,000 idle brokers: 79% of a core at 20 a process, 57% at
+# 100); but a process is one core, and its brokers' LeaderAndIsr requests (each broker's own)
+# and lease renewals queue behind each other there.
+PER_PROCESS = 50
 # The full-metadata failover (every partition to every broker) is run up to this many
 # brokers x partitions: above, it would be minutes of the fleet decoding states it holds.
 FULL_LIMIT = 10_000_000

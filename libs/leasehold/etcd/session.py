@@ -183,11 +183,13 @@ class Renewer(threading.Thread):
     etcd's ``KeepAliveOnce`` for each), the ``LeaseTimeToLive`` questions concurrently. A
     session owns a renewer of its own unless it is given one: a process holding many sessions
     (a fleet of simulated brokers) shares one, so a thousand leases cost one stream per round
-    instead of a thousand streams and threads. A renewal may go up to ``GROUP_S`` before its
-    time to join the batch: a lease renewed early is only confirmed for longer.
+    instead of a thousand streams and threads. A renewal may go up to ``GROUP_S`` (a renewal
+    interval at the default TTL) before its time to join the batch: a lease renewed early is
+    only confirmed for longer, and leases started at different moments fall into step after
+    one round, so a renewer opens one stream per interval, not one per lease's phase.
     """
 
-    GROUP_S = 0.1
+    GROUP_S = 0.5
 
     def __init__(
         self,
