@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from leasehold.etcd import Renewer, Session
 from leasehold.etcd.lease import LeaseState
 
 TTL = 2
 
 
-async def test_one_renewer_keeps_many_sessions_alive_past_their_ttl(etcd):
-    renewer = Renewer(etcd)
+@pytest.mark.parametrize("batched", [False, True], ids=["grpc", "batched"])
+async def test_one_renewer_keeps_many_sessions_alive_past_their_ttl(etcd, batched):
+    renewer = Renewer(etcd, batched=batched)
     sessions = [await Session(etcd, TTL, renewer=renewer).start() for _ in range(60)]
     try:
         assert len(renewer) == 60
@@ -32,8 +35,9 @@ async def test_one_renewer_keeps_many_sessions_alive_past_their_ttl(etcd):
     assert len(renewer) == 0
 
 
-async def test_a_lease_revoked_elsewhere_is_lost_alone(etcd):
-    renewer = Renewer(etcd)
+@pytest.mark.parametrize("batched", [False, True], ids=["grpc", "batched"])
+async def test_a_lease_revoked_elsewhere_is_lost_alone(etcd, batched):
+    renewer = Renewer(etcd, batched=batched)
     kept, revoked = [await Session(etcd, TTL, renewer=renewer).start() for _ in range(2)]
     try:
         await etcd.lease_revoke(revoked.lease_id)
@@ -48,8 +52,9 @@ async def test_a_lease_revoked_elsewhere_is_lost_alone(etcd):
         renewer.stop()
 
 
-async def test_an_abandoned_session_expires_while_the_others_are_renewed(etcd):
-    renewer = Renewer(etcd)
+@pytest.mark.parametrize("batched", [False, True], ids=["grpc", "batched"])
+async def test_an_abandoned_session_expires_while_the_others_are_renewed(etcd, batched):
+    renewer = Renewer(etcd, batched=batched)
     kept, abandoned = [await Session(etcd, TTL, renewer=renewer).start() for _ in range(2)]
     try:
         await etcd.put(b"/renewer/abandoned", b"x", lease=abandoned.lease_id)
@@ -74,3 +79,36 @@ async def test_a_session_of_its_own_stops_its_renewer_when_closed(etcd):
     assert renewer is not None and renewer.is_alive()
     await session.close()
     assert not renewer.is_alive()
+
+
+async def test_a_batched_renewer_reconnects_after_etcd_restarts():
+    """The batched keep-alive's connection dies with etcd; the next round opens a new one and
+    the leases, which etcd keeps across a restart, are confirmed again."""
+    from leasehold.etcd import EtcdClient
+    from leasehold.etcd.lease import LeaseState
+    from leasehold.testing.etcd_server import EtcdServer
+
+    server = EtcdServer().start()
+    client = EtcdClient([server.endpoint], timeout=2.0)
+    await client.connect()
+    renewer = Renewer(client, batched=True)
+    try:
+        sessions = [await Session(client, 3, renewer=renewer).start() for _ in range(5)]
+        server.kill()
+        await asyncio.sleep(1.0)
+        server.start()
+        for _ in range(100):
+            if all(s.state is LeaseState.CONFIRMED for s in sessions) and await client.lease_ttl(
+                sessions[0].lease_id
+            ):
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2.0)  # renewed across what would have been the TTL
+        assert all(s.state is LeaseState.CONFIRMED for s in sessions)
+        assert all([await client.lease_ttl(s.lease_id) > 0 for s in sessions])
+        for s in sessions:
+            await s.close()
+    finally:
+        renewer.stop()
+        await client.close()
+        server.stop()

@@ -227,6 +227,7 @@ class EtcdClient:
         timeout: float = 5.0,
     ) -> None:
         self._target = _target(endpoints)
+        self.endpoints = tuple(endpoints)
         self._tls = tls
         self.timeout = timeout
         self._channel: grpc.aio.Channel | None = None
@@ -266,6 +267,10 @@ class EtcdClient:
         self.lease = rpc.LeaseStub(self._channel)
         self.watch_stub = rpc.WatchStub(self._channel)
         self.maintenance = rpc.MaintenanceStub(self._channel)
+
+    @property
+    def tls(self) -> TlsFiles | None:
+        return self._tls
 
     def sync_channel(self) -> grpc.Channel:
         """A blocking channel of its own to the same etcd (for a thread: lease keep-alives)."""

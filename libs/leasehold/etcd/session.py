@@ -37,6 +37,7 @@ import grpc
 from aetcd import rpc
 
 from leasehold.etcd.client import REQUIRE_LEADER, EtcdClient, EtcdError
+from leasehold.etcd.keepalive import BatchedKeepAlive, KeepAliveError
 from leasehold.etcd.lease import Ask, LeaseState, LeaseTracker, Step
 
 log = logging.getLogger(__name__)
@@ -197,8 +198,12 @@ class Renewer(threading.Thread):
         *,
         clock: Callable[[], float] = time.monotonic,
         name: str = "lease-renewer",
+        batched: bool = False,
     ) -> None:
         super().__init__(name=name, daemon=True)
+        # Keep-alives framed by hand, all of a round in one write (``leasehold.etcd.keepalive``):
+        # for a renewer of many leases; one of a single lease uses the gRPC library.
+        self._batched = BatchedKeepAlive(client.endpoints, client.tls) if batched else None
         self._clock = clock
         self._stopping = threading.Event()
         self._wake = threading.Event()
@@ -235,6 +240,8 @@ class Renewer(threading.Thread):
         self._stopping.set()
         self._wake.set()
         self._channel.close()
+        if self._batched is not None:
+            self._batched.close()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout=5.0)
 
@@ -306,6 +313,12 @@ class Renewer(threading.Thread):
         """One renewal per lease on one stream: the TTL etcd granted each (0: gone), or the
         stream's error for those it did not answer."""
         timeout = min(h.step.timeout_s for h in batch)  # type: ignore[union-attr]
+        if self._batched is not None:
+            try:
+                return dict(self._batched.keep_alive([h.lease_id for h in batch], timeout))
+            except KeepAliveError as e:
+                log.debug("%s", e)
+                return {}  # every lease unanswered: each asks LeaseTimeToLive of its own next
         requests = [rpc.LeaseKeepAliveRequest(ID=h.lease_id) for h in batch]
         out: dict[int, int | grpc.RpcError] = {}
         answers = self._stub.LeaseKeepAlive(

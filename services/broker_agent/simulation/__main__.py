@@ -1,10 +1,11 @@
 """``python -m services.broker_agent.simulation``: a fleet of simulated brokers in one process.
 
 Each broker has its own gRPC port, etcd session and registration (``broker``), with the real
-agent's defaults (``BrokerConfig``); one thread renews all their leases (``Renewer``), and each
-UpdateMetadata body is decoded once for all of them (``sharing``). Once all are registered the
-process prints one JSON line, ``{"ready": {<broker id>: <port>}}``, then answers JSON commands,
-one per stdin line, with one JSON line each:
+agent's defaults (``BrokerConfig``); one thread renews all their leases (``Renewer``, batched:
+every lease due in one write, ``leasehold.etcd.keepalive``), and each UpdateMetadata body is
+decoded once for all of them (``sharing``). Once all are registered the process prints one JSON
+line, ``{"ready": {<broker id>: <port>}}``, then answers JSON commands, one per stdin line, with
+one JSON line each:
 
 - ``{"cmd": "stats"}``: every broker's figures (``SimulatedBroker.stats``) and the process RSS;
 - ``{"cmd": "watch", "leader": <id>, "partitions": [[topic, p], ...]}``: from now on each
@@ -80,7 +81,7 @@ class Fleet:
         self.keyspace = Keyspace(args.cluster_id)
         settings = default_settings(args.session_ttl)
         # One renewal thread and stream for every broker's lease here (each lease its own).
-        self.renewer = Renewer(self.etcd, name="fleet-leases")
+        self.renewer = Renewer(self.etcd, name="fleet-leases", batched=True)
         # UpdateMetadata bodies decoded once, topic states built once, for every broker here.
         self.sharing = Sharing()
         self.brokers = [
