@@ -269,6 +269,7 @@ class ControllerChannelManager:
             return data
 
         entries: dict[object, list[bytes]] = {}
+        alive: list[tuple] = []  # every tuple keyed by its id here lives until the call ends
         for broker_id, req in requests.items():
             batch_um = req.update_metadata  # alive (and so its id unique) for the whole call
             broker = self._brokers.get(broker_id)
@@ -276,6 +277,7 @@ class ControllerChannelManager:
                 req = broker.sent.unsent_requests(req)
             ums: list[Request] = []
             if req.update_metadata is not None:
+                alive.append(req.update_metadata)
                 held = self.held_states if broker is not None and broker.holds else None
                 key = (_body_key(req.update_metadata, batch_um), held is not None)
                 if key not in bodies:
@@ -580,12 +582,10 @@ class ControllerChannelManager:
 
 def _body_key(states: tuple, batch_states: tuple | None) -> object:
     """Brokers sent the batch's whole UpdateMetadata tuple share its encoding, keyed by the
-    tuple's identity (the batch outlives ``send_batch``); a tuple trimmed for one broker
-    (``SentStates.unsent_requests``) is keyed by the identities of the batch's states it kept
-    (also alive), so brokers with equal trims share theirs."""
-    if states is batch_states:
-        return id(states)
-    return tuple(map(id, states))
+    tuple's identity (the batch outlives ``send_batch``); so do brokers sent the same trimmed
+    tuple (``SentStates.unsent_requests`` gives brokers with the same memory the same one, which
+    that memory keeps alive for the event)."""
+    return id(states)
 
 
 def pages(items: tuple, size: int) -> list[tuple]:

@@ -58,6 +58,46 @@ def _unsent(states: tuple[State, ...], sent: dict[TopicPartition, State]) -> tup
     return states if len(kept) == len(states) else tuple(kept)
 
 
+class UpdateMetadataSent:
+    """The UpdateMetadata states queued in this event to every broker whose channel holds this
+    object (never changed once a broker holds it).
+
+    Every broker of a batch gets the same UpdateMetadata states, so brokers that were sent the
+    same batches have the same memory: they share one, and a batch's states are checked once
+    for all of them (``after``) rather than once per broker, which at a thousand brokers and a
+    million partitions created would be a billion lookups. A broker whose memory diverges (a
+    StopReplica) gets a copy of its own."""
+
+    __slots__ = ("states", "_after")
+
+    def __init__(self, states: dict[TopicPartition, UpdateMetadataPartitionState]) -> None:
+        self.states = states
+        # id(batch) -> (batch, what of it was unsent, the memory after it)
+        self._after: dict[int, tuple[tuple, tuple, UpdateMetadataSent]] = {}
+
+    def after(
+        self, batch: tuple[UpdateMetadataPartitionState, ...]
+    ) -> tuple[tuple[UpdateMetadataPartitionState, ...], UpdateMetadataSent]:
+        """``batch`` without the states already sent, and the memory once it is sent."""
+        found = self._after.get(id(batch))
+        if found is not None and found[0] is batch:
+            return found[1], found[2]
+        states = dict(self.states)
+        unsent = _unsent(batch, states)
+        following = UpdateMetadataSent(states)
+        self._after[id(batch)] = (batch, unsent, following)
+        return unsent, following
+
+    def without(self, tps: Iterable[TopicPartition]) -> UpdateMetadataSent:
+        states = dict(self.states)
+        for tp in tps:
+            states.pop(tp, None)
+        return UpdateMetadataSent(states)
+
+
+_NOTHING_SENT = UpdateMetadataSent({})
+
+
 class SentStates:
     """One broker channel's memory of the partition states queued to it in this event."""
 
@@ -65,10 +105,10 @@ class SentStates:
 
     def __init__(self) -> None:
         self._leader_and_isr: dict[TopicPartition, LeaderAndIsrPartitionState] = {}
-        self._update_metadata: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        self._update_metadata = _NOTHING_SENT
 
     def __bool__(self) -> bool:
-        return bool(self._leader_and_isr or self._update_metadata)
+        return bool(self._leader_and_isr or self._update_metadata.states)
 
     def unsent_leader_and_isr(
         self, states: tuple[LeaderAndIsrPartitionState, ...]
@@ -79,8 +119,10 @@ class SentStates:
     def unsent_update_metadata(
         self, states: tuple[UpdateMetadataPartitionState, ...]
     ) -> tuple[UpdateMetadataPartitionState, ...]:
-        """The UpdateMetadata partition states still worth sending, now remembered as sent."""
-        return _unsent(states, self._update_metadata)
+        """The UpdateMetadata partition states still worth sending, now remembered as sent
+        (the same tuple for every broker with the same memory)."""
+        unsent, self._update_metadata = self._update_metadata.after(states)
+        return unsent
 
     def unsent_requests(self, req: BrokerRequests) -> BrokerRequests:
         """``req`` (one broker's part of a batch) without the partition states its broker was
@@ -105,10 +147,12 @@ class SentStates:
 
     def stopped(self, tps: Iterable[TopicPartition]) -> None:
         """A StopReplica for ``tps`` was queued after the states remembered: forget them."""
+        tps = tuple(tps)
         for tp in tps:
             self._leader_and_isr.pop(tp, None)
-            self._update_metadata.pop(tp, None)
+        if self._update_metadata.states:
+            self._update_metadata = self._update_metadata.without(tps)
 
     def clear(self) -> None:
         self._leader_and_isr.clear()
-        self._update_metadata.clear()
+        self._update_metadata = _NOTHING_SENT
