@@ -286,8 +286,11 @@ async def one_size(
             ]
         )
         try:
-            await fleet.start()
-            await until(fleet, lambda st: all(s["live_brokers"] == brokers for s in st), "live")
+
+            async def told(count: int) -> None:  # every broker so far knows every other
+                await until(fleet, lambda st: all(s["live_brokers"] == count for s in st), "live")
+
+            await fleet.start(after_wave=told)
             started = time.time()
             await write_topics(sc.client, sc.keyspace, layout.topics())
             written = time.time()

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,11 +142,13 @@ class Fleet:
     def __init__(self, processes: list[FleetProcess]) -> None:
         self.processes = processes
 
-    async def start(self) -> None:
+    async def start(self, after_wave: Callable[[int], Awaitable[None]] | None = None) -> None:
         """Start the processes ``START_WAVE`` at a time, each wave once the one before has
-        registered every broker: fifty processes importing and registering at once kept some
-        from renewing a lease within its TTL (a start, not a fault, so not what a size
-        measures)."""
+        registered every broker and ``after_wave(brokers started so far)`` returned: fifty
+        processes importing and registering at once, and a controller telling a thousand
+        brokers of each other, kept some from renewing a lease within its TTL (a start, not a
+        fault, so not what a size measures)."""
+        started = 0
         for i in range(0, len(self.processes), START_WAVE):
             wave = self.processes[i : i + START_WAVE]
             for proc in wave:
@@ -155,6 +157,9 @@ class Fleet:
                 asyncio.gather(*(asyncio.to_thread(p.wait_ready) for p in wave)),
                 READY_TIMEOUT_S,
             )
+            started += sum(len(p.ids) for p in wave)
+            if after_wave is not None:
+                await after_wave(started)
 
     def alive(self) -> list[FleetProcess]:
         return [p for p in self.processes if p.alive() and not p.leaving]

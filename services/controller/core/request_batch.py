@@ -306,13 +306,14 @@ class RequestBatch:
                 continue
             lai_states = tuple(s for _, s in sorted(self._leader_and_isr.get(broker, {}).items()))
             leader_ids = {s.leader_and_isr.leader for s in lai_states}
+            live_leaders = tuple(registered[b] for b in sorted(leader_ids) if b in registered)
             out[broker] = BrokerRequests(
                 broker_id=broker,
                 broker_epoch=registered[broker].epoch,
                 controller_id=ctx.controller_id,
                 controller_epoch=ctx.controller_epoch,
                 leader_and_isr=lai_states,
-                live_leaders=tuple(b for b in live_brokers if b.id in leader_ids),
+                live_leaders=live_leaders,
                 stop_replica=tuple(
                     s for _, s in sorted(self._stop_replica.get(broker, {}).items())
                 ),

@@ -301,9 +301,12 @@ def _update_metadata_header(
     controller_host: str,
     controller_port: int,
     live: LiveBrokers | None = None,
+    *,
+    with_brokers: bool = True,
 ) -> control_pb2.UpdateMetadataRequest:
     """The request's fields but its partition states; the live brokers whole unless ``live``
-    says otherwise."""
+    says otherwise (left out with ``with_brokers`` False: ``live_brokers_field`` adds them
+    encoded)."""
     if live is None:
         live = whole(req.live_brokers)
     header = control_pb2.UpdateMetadataRequest(
@@ -313,11 +316,34 @@ def _update_metadata_header(
         controller_host=controller_host,
         controller_port=controller_port,
     )
-    header.live_brokers.extend(endpoint(b) for b in live.brokers)
+    if with_brokers:
+        header.live_brokers.extend(endpoint(b) for b in live.brokers)
     if live.base is not None:
         header.live_brokers_base = live.base
         header.removed_brokers.extend(live.removed)
     return header
+
+
+# The ``live_brokers`` field of the last few broker lists encoded, by the list's identity: a
+# batch gives every broker the same tuple, and a broker's first UpdateMetadata lists them all
+# (a thousand brokers registering: a million endpoints to encode, once per list instead).
+_LIVE_FIELDS: dict[int, tuple[tuple[BrokerInfo, ...], bytes]] = {}
+_LIVE_FIELDS_MAX = 8
+_LIVE_BROKERS = fastwire.field_key(control_pb2.UpdateMetadataRequest, "live_brokers")
+
+
+def live_brokers_field(brokers: tuple[BrokerInfo, ...]) -> bytes:
+    """``brokers`` as an UpdateMetadataRequest's encoded ``live_brokers`` field."""
+    found = _LIVE_FIELDS.get(id(brokers))
+    if found is not None and found[0] is brokers:
+        return found[1]
+    encoded = b"".join(
+        [fastwire.length_delimited(_LIVE_BROKERS, endpoint_bytes(b)[0]) for b in brokers]
+    )
+    if len(_LIVE_FIELDS) >= _LIVE_FIELDS_MAX:
+        del _LIVE_FIELDS[next(iter(_LIVE_FIELDS))]
+    _LIVE_FIELDS[id(brokers)] = (brokers, encoded)
+    return encoded
 
 
 def update_metadata(
@@ -364,11 +390,16 @@ def encoded_update_metadata(
     live: LiveBrokers | None = None,
 ) -> EncodedRequest:
     """``update_metadata(req, ...)`` in wire form, its partition states given as ``body``; the
-    live brokers whole unless ``live`` says otherwise."""
-    header = _update_metadata_header(req, controller_host, controller_port, live)
+    live brokers whole unless ``live`` says otherwise. The live brokers (field 5, right after
+    the partition states) are encoded once per list (``live_brokers_field``)."""
+    if live is None:
+        live = whole(req.live_brokers)
+    header = _update_metadata_header(
+        req, controller_host, controller_port, live, with_brokers=False
+    )
     before, after = around_states(header)
     return EncodedRequest(
-        before + body + after,
+        before + body + live_brokers_field(live.brokers) + after,
         req.controller_id,
         req.controller_epoch,
         req.broker_epoch,
