@@ -278,6 +278,9 @@ class MetadataCache:
     def alive_broker(self, broker_id: int) -> Endpoint | None:
         return self._brokers.get(broker_id)
 
+    def alive_broker_count(self) -> int:
+        return len(self._brokers)
+
     def alive_brokers(self) -> list[Endpoint]:
         return [self._brokers[b] for b in sorted(self._brokers)]
 

@@ -37,9 +37,14 @@ class SimulatedReplicas(ControlState):
     def __init__(self, broker_id: int, metadata: MetadataCache) -> None:
         super().__init__(broker_id, metadata)
         self.partitions = {}
+        self.leading = 0  # partitions led here, kept as roles change (polled often)
 
     def leader_count(self) -> int:
         return sum(1 for r in self.partitions.values() if r.is_leader)
+
+    def _set_role(self, replica: SimulatedReplica, leading: bool) -> None:
+        self.leading += leading - replica.is_leader
+        replica.is_leader = leading
 
     async def _apply_leader_and_isr(self, request: LeaderAndIsr) -> ControlResult:
         errors: Errors = {}
@@ -53,20 +58,21 @@ class SimulatedReplicas(ControlState):
                 replica = partitions.get(tp)
                 if replica is None:
                     partitions[tp] = SimulatedReplica(s.leader_epoch, leading)
+                    self.leading += leading
                 else:
                     replica.leader_epoch = s.leader_epoch
-                    replica.is_leader = leading
+                    self._set_role(replica, leading)
                 errors[tp] = none
         return ControlResult(Code.NONE, partition_errors=tuple(errors.items()))
 
     async def _stop_partitions(self, stopping: list[StopReplicaPartition], errors: Errors) -> None:
         for ps in stopping:
+            replica = self.partitions.get(ps.tp)
+            if replica is None:
+                continue
+            self._set_role(replica, False)
             if ps.delete:
-                self.partitions.pop(ps.tp, None)
-            else:
-                replica = self.partitions.get(ps.tp)
-                if replica is not None:
-                    replica.is_leader = False
+                del self.partitions[ps.tp]
 
     def _metadata_deleted(self, deleted: list[TopicPartition]) -> None:
         """Nothing waits on a simulated replica (no produce or fetch)."""

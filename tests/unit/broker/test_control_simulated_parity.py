@@ -174,6 +174,8 @@ async def test_the_simulated_replicas_hold_the_roles_the_real_ones_took(real):
     assert roles[TopicPartition("b", 0)] == (4, False)
     assert sim.metadata.digest() == real.metadata.digest() == MATCHING
     assert (sim.controller_epoch, real.controller_epoch) == (3, 3)
+    # The count of partitions led, kept as roles change, is what a pass over them finds.
+    assert sim.leading == sim.leader_count() == sum(p.is_leader for p in real.partitions.values())
 
 
 async def test_the_observed_servicer_counts_update_metadata_bytes_and_epochs():
