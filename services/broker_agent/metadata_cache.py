@@ -184,6 +184,7 @@ class MetadataCache:
         # Per live broker its ``metadata_digest.endpoint_hash``, and their sum: the digest an
         # UpdateMetadata naming the live brokers as a change is checked against.
         self._broker_hashes: dict[int, int] = {}
+        self._brokers_sum = 0  # of ``_broker_hashes``, not reduced
         self._brokers_digest = 0
         self._topics: dict[str, TopicCache] = {}
         # The sum of every cached partition's ``metadata_digest.state_hash``: the digest a new
@@ -207,29 +208,37 @@ class MetadataCache:
 
     def _update_brokers(self, request: UpdateMetadata) -> None:
         """The live brokers: the request's whole set, or its change applied to ours (the caller
-        has checked ``brokers_digest()`` against its base)."""
+        has checked ``brokers_digest()`` against its base), in place: a thousand brokers
+        registering send each of them a thousand changes."""
         hashes = request.endpoint_hashes
         if len(hashes) != len(request.live_brokers):
             hashes = tuple(endpoint_hash(b) for b in request.live_brokers)
         if request.live_brokers_base is None:
             brokers = {b.broker_id: b for b in request.live_brokers}
-            broker_hashes = {
+            if brokers != self._brokers:
+                self._views.clear()
+            self._brokers = brokers
+            self._broker_hashes = {
                 b.broker_id: h for b, h in zip(request.live_brokers, hashes, strict=True)
             }
-        elif request.live_brokers or request.removed_brokers:
-            brokers, broker_hashes = dict(self._brokers), dict(self._broker_hashes)
+            self._brokers_sum = sum(self._broker_hashes.values())
+        else:
+            brokers, broker_hashes = self._brokers, self._broker_hashes
+            total, changed = self._brokers_sum, False
             for broker_id in request.removed_brokers:
-                brokers.pop(broker_id, None)
-                broker_hashes.pop(broker_id, None)
+                if brokers.pop(broker_id, None) is not None:
+                    total -= broker_hashes.pop(broker_id)
+                    changed = True
             for b, h in zip(request.live_brokers, hashes, strict=True):
+                if brokers.get(b.broker_id) != b:
+                    changed = True
+                total += h - broker_hashes.get(b.broker_id, 0)
                 brokers[b.broker_id] = b
                 broker_hashes[b.broker_id] = h
-        else:
-            return  # unchanged
-        if brokers != self._brokers:
-            self._views.clear()
-        self._brokers, self._broker_hashes = brokers, broker_hashes
-        self._brokers_digest = metadata_digest.combine(sum(broker_hashes.values()))
+            if changed:
+                self._views.clear()
+            self._brokers_sum = total
+        self._brokers_digest = metadata_digest.combine(self._brokers_sum)
 
     def update(self, request: UpdateMetadata) -> list[TopicPartition]:
         """Apply an accepted UpdateMetadata; returns the partitions it deleted.
