@@ -80,12 +80,24 @@ def endpoint_bytes(info: BrokerInfo) -> tuple[bytes, int]:
     return found
 
 
-def live_digest(brokers: Iterable[BrokerInfo]) -> bytes:
+# The digests of the last few broker lists, by the list's identity: a failover names the same
+# list to every broker (a thousand brokers: a million endpoint hashes summed, once instead).
+_LIVE_DIGESTS: dict[int, tuple[Sequence[BrokerInfo], bytes]] = {}
+
+
+def live_digest(brokers: Sequence[BrokerInfo]) -> bytes:
     """The digest of a live-broker set (``UpdateMetadataRequest.live_brokers_base``)."""
+    found = _LIVE_DIGESTS.get(id(brokers))
+    if found is not None and found[0] is brokers:
+        return found[1]
     total = 0
     for b in brokers:
         total += endpoint_bytes(b)[1]
-    return metadata_digest.to_bytes(metadata_digest.combine(total))
+    digest = metadata_digest.to_bytes(metadata_digest.combine(total))
+    if len(_LIVE_DIGESTS) >= 8:
+        del _LIVE_DIGESTS[next(iter(_LIVE_DIGESTS))]
+    _LIVE_DIGESTS[id(brokers)] = (brokers, digest)
+    return digest
 
 
 class LiveBrokers(NamedTuple):
