@@ -298,7 +298,8 @@ class ControllerChannelManager:
                     or pages_of[0][1]
                     or not req.update_metadata
                     or broker is None
-                    or broker.live_sent != req.live_brokers
+                    or broker.live_sent is None
+                    or wire.live_digest(broker.live_sent) != wire.live_digest(req.live_brokers)
                 ):
                     ums = self._update_metadata_pages(broker, req, pages_of, changes)
             lais = [
