@@ -1,24 +1,25 @@
 """The controller at scale, against a fleet of SIMULATED brokers (``python -m bench scale``).
 
 Simulated brokers (``services.broker_agent.simulation``) run the agent's real registration,
-session, control fence and BrokerControlService handling, without logs or a data plane, a
-hundred per process; every figure here is labelled "simulation". Per size (``B x P``: B brokers,
-P partitions, RF 3, 1,000 partitions a topic, preferred leaders rotating over the brokers), with
-2 controllers (the real service, default settings) and one etcd:
+session, control fence and BrokerControlService handling, without logs or a data plane, 50 a
+process (``PER_PROCESS``); every figure here is labelled "simulation". Per size (``B x P``: B
+brokers, P partitions, RF 3, 1,000 partitions a topic, preferred leaders rotating over the
+brokers), with 2 controllers (the real service, default settings) and one etcd:
 
 1. **topic creation**: every topic's assignment written to etcd (as admin writes it), until every
    broker hosts its replicas and caches every partition;
 2. **controller failover** (default delivery, digest-first): SIGKILL of the active controller,
    until every broker accepted an UpdateMetadata of the new epoch, from the kill and from the old
-   election key's deletion (lease expiry); the UpdateMetadata bytes the brokers received;
-3. the same with the standby restarted under ``LEASEHOLD_DELIVERY=full`` (every partition in
-   full at failover, as Kafka's controller sends it): the full path's bytes and times, same
-   run (up to ``FULL_LIMIT`` brokers x partitions);
-4. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
+   election key's deletion (lease expiry); the UpdateMetadata bytes the brokers received to
+   then and over the whole failover, and the LeaderAndIsr states it resent;
+3. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
    other broker's cache shows none of them led by it, from the kill and from its registration's
    deletion;
-5. **controlled shutdown** of broker 2 (SIGTERM; the agent's shutdown), until the controller
-   answers "nothing left" and every broker's cache shows none of its partitions led by it.
+4. **controlled shutdown** of broker 2 (SIGTERM; the agent's shutdown), until the controller
+   answers "nothing left" and every broker's cache shows none of its partitions led by it;
+5. the failover again with the standby restarted under ``LEASEHOLD_DELIVERY=full`` (every
+   partition in full at failover, as Kafka's controller sends it): the full path's bytes and
+   times, same run (up to ``FULL_LIMIT`` brokers x partitions).
 
 Memory after creation: controller RSS (active and standby), etcd's DB file, simulated brokers'
 RSS (all processes). Sizes: ``LEASEHOLD_BENCH_SCALE=100x100000,1000x100000`` (default
