@@ -157,6 +157,12 @@ async def test_operator_actions_are_whole_traces_in_jaeger(traced):
         finally:
             await producer.close()
 
+        # A SIGKILLed process cannot export the spans still in its batch: the creation's trace
+        # is complete in Jaeger before its controller is killed.
+        create_trace = await until(
+            _create_topics_trace(jaeger, 3), timeout=30, what="the CreateTopics trace"
+        )
+
         # Failover: the active controller goes; the other takes office with the next epoch.
         cluster.controllers[first.controller_id].kill()
 
@@ -171,7 +177,7 @@ async def test_operator_actions_are_whole_traces_in_jaeger(traced):
         second = await until(failed_over, timeout=30, what="the other controller in office")
 
     # --- CreateTopics: one trace from the admin call to every broker's handling ---------------
-    trace = await until(_create_topics_trace(jaeger, 3), timeout=30, what="the CreateTopics trace")
+    trace = create_trace
     _assert_whole(trace)
     (call,) = [s for s in trace.spans if s.rpc("CreateTopics", "server")]
     assert call.service == ADMIN and trace.roots() == [call]
