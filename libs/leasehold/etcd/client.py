@@ -242,7 +242,10 @@ class EtcdClient:
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.keepalive_time_ms", 10_000),
             ("grpc.keepalive_timeout_ms", 5_000),
-            ("grpc.keepalive_permit_without_calls", 1),
+            # etcd's server refuses pings on a connection with no call open (gRPC's
+            # PermitWithoutStream is false there) and answers a few with GOAWAY
+            # "too_many_pings"; idle, a dead connection is found by the next call's deadline.
+            ("grpc.keepalive_permit_without_calls", 0),
             ("grpc.initial_reconnect_backoff_ms", 100),
             # etcd back from a restart or a pause is seen within half a second.
             ("grpc.max_reconnect_backoff_ms", 500),
