@@ -7,29 +7,25 @@ milliseconds (its ``_count`` is the rate). As in Kafka, the cluster-wide gauges
 (OfflinePartitionsCount, PreferredReplicaImbalanceCount, GlobalTopicCount, GlobalPartitionCount,
 ...) are non-zero only on the active controller, so summing them over controllers is right.
 
-Gauges are computed from the controller context on the event loop's thread (the only place it may
-be read) once a second by ``run``. The two that walk every partition (offline and imbalance counts)
-are recomputed only after the event loop handled an event (Kafka updates them after each event),
-or every ``FULL_REFRESH_SECONDS``: at 100,000 partitions they cost an idle controller a tenth of a
-core when recomputed every second. Histograms and counters are fed as things happen through the
-controller's and event loop's callbacks. The full table is in deploy/README.md.
+Gauges are read from the controller context on the event loop's thread (the only place it may
+be read) once a second by ``run``. None walks the partitions: the context keeps the offline and
+imbalance counts as partitions change, as Kafka's does, so a reading costs the same at a million
+partitions as at ten. Histograms and counters are fed as things happen through the controller's
+and event loop's callbacks. The full table is in deploy/README.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from leasehold.metrics import MS_BUCKETS
 from services.controller.controller import Controller
-from services.controller.core import preferred_replica_imbalance_count
 from services.controller.event_loop import EventLoop
 
 PREFIX = "leasehold_controller_"
 REFRESH_SECONDS = 1.0
-FULL_REFRESH_SECONDS = 30.0
 
 
 class ControllerMetrics:
@@ -75,10 +71,6 @@ class ControllerMetrics:
             PREFIX + "etcd_transactions", "Fenced etcd transactions committed", registry=r
         )
         self._txns_seen = 0
-        # When the partition-walking gauges were computed, and from what (active, epoch).
-        self._walked_at: float | None = None
-        self._walked_for: tuple[bool, int] = (False, -1)
-        self._events_since_walk = True
 
     def attach(self, c: Controller, loop: EventLoop) -> None:
         """Feed the event and election histograms from the controller's callbacks."""
@@ -86,7 +78,6 @@ class ControllerMetrics:
         c.on_leader_elections = self.on_leader_elections
 
     def on_event(self, name: str, queue_ms: float, handle_ms: float) -> None:
-        self._events_since_walk = True
         self.queue_time.observe(queue_ms)
         self.event_time.labels(name).observe(handle_ms)
 
@@ -96,26 +87,16 @@ class ControllerMetrics:
         if unclean:
             self.unclean.inc(unclean)
 
-    def observe(self, c: Controller, loop: EventLoop, now: float | None = None) -> None:
-        """Recompute the gauges from the context (on the event loop's thread)."""
+    def observe(self, c: Controller, loop: EventLoop) -> None:
+        """Read the gauges from the context (on the event loop's thread)."""
         ctx = c.ctx
         active = c.active
         self.active.set(1 if active else 0)
         self.epoch.set(c.epoch)
-        now = time.monotonic() if now is None else now
-        walked_for = (active, c.epoch)
-        if (
-            self._events_since_walk
-            or walked_for != self._walked_for
-            or self._walked_at is None
-            or now - self._walked_at >= FULL_REFRESH_SECONDS
-        ):
-            self._events_since_walk = False
-            self._walked_at, self._walked_for = now, walked_for
-            self.offline.set(ctx.offline_partition_count() if active else 0)
-            self.imbalance.set(preferred_replica_imbalance_count(ctx) if active else 0)
+        self.offline.set(ctx.offline_partition_count() if active else 0)
+        self.imbalance.set(ctx.preferred_replica_imbalance_count() if active else 0)
         self.topics.set(len(ctx.all_topics) if active else 0)
-        self.partitions.set(len(ctx.all_partitions()) if active else 0)
+        self.partitions.set(ctx.partition_count() if active else 0)
         self.topics_to_delete.set(len(ctx.topics_to_be_deleted) if active else 0)
         self.brokers.set(len(ctx.live_broker_ids) if active else 0)
         self.queue_size.set(loop.queue_size)

@@ -13,7 +13,6 @@ from services.controller.core.imbalance import (
     can_preferred_replica_lead,
     decide_auto_rebalance,
     leader_imbalance,
-    preferred_replica_imbalance_count,
 )
 from services.controller.core.model import (
     EPOCH_DURING_DELETE,
@@ -122,7 +121,6 @@ __all__ = [
     "is_valid_transition",
     "leader_imbalance",
     "partitions_to_trigger_online",
-    "preferred_replica_imbalance_count",
     "select_leader",
     "update_metadata_state",
 ]

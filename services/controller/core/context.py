@@ -10,7 +10,11 @@ deletion, replica liveness) changed since a consumer last asked (``take_metadata
 the UpdateMetadata encoding cache re-encodes only those (see ``metadata_cache``).
 
 Queries that a failover runs over every partition avoid per-call rebuilding: the live broker sets
-and the sorted partition list are kept up to date by the ``apply_*`` methods.
+and the sorted partition list are kept up to date by the ``apply_*`` methods. So are the two
+cluster-wide counts the metrics read every second (offline partitions, partitions not led by
+their preferred replica), as Kafka keeps them: the ``apply_*`` methods note which partitions
+changed, and a count re-examines only those (a walk of a million partitions took the event
+loop's thread for most of a second).
 
 Broker liveness follows modern Kafka: a broker is *registered* while its lease-backed key exists;
 ``live_broker_ids`` excludes brokers in controlled shutdown, ``live_or_shutting_down_broker_ids``
@@ -63,6 +67,15 @@ class ControllerContext:
         self._sorted_partitions: tuple[TopicPartition, ...] | None = ()
         self._metadata_all_changed = True
         self._metadata_changed: set[TopicPartition] = set()
+        # The kept counts (``offline_partition_count``, ``preferred_replica_imbalance_count``):
+        # partitions changed since they were last brought up to date, the partitions counted,
+        # and how many of those each topic has (topics queued for deletion are left out when
+        # read).
+        self._counts_stale: set[TopicPartition] = set()
+        self._offline: set[TopicPartition] = set()
+        self._offline_by_topic: dict[str, int] = {}
+        self._imbalanced: set[TopicPartition] = set()
+        self._imbalanced_by_topic: dict[str, int] = {}
 
     # ---- controller ----------------------------------------------------------------------
     @property
@@ -228,11 +241,38 @@ class ControllerContext:
 
     def offline_partition_count(self) -> int:
         """OfflinePartitionsCount: Offline partitions of topics not queued for deletion."""
-        return sum(
-            1
-            for tp, s in self._partition_states.items()
-            if s is PartitionState.OFFLINE and tp.topic not in self._to_delete
+        self._bring_counts_up_to_date()
+        return _counted(self._offline, self._offline_by_topic, self._to_delete)
+
+    def preferred_replica_imbalance_count(self) -> int:
+        """Partitions not led by their preferred replica (Kafka's PreferredReplicaImbalanceCount).
+
+        Only partitions with leader/ISR state of topics not queued for deletion count. While a
+        reassignment is still adding the preferred replica, the partition counts as imbalanced
+        only until that replica joins the ISR, as in Kafka.
+        """
+        self._bring_counts_up_to_date()
+        return _counted(self._imbalanced, self._imbalanced_by_topic, self._to_delete)
+
+    def _bring_counts_up_to_date(self) -> None:
+        stale, self._counts_stale = self._counts_stale, set()
+        offline_state = PartitionState.OFFLINE
+        states, leadership, assignments = (
+            self._partition_states,
+            self._leadership,
+            self._assignments,
         )
+        for tp in stale:
+            _recount(tp, states.get(tp) is offline_state, self._offline, self._offline_by_topic)
+            lai, a = leadership.get(tp), assignments.get(tp)
+            imbalanced = False
+            if lai is not None and a is not None and a.replicas:
+                preferred = a.replicas[0]
+                if preferred in a.adding:  # a reassignment still adding it: until in the ISR
+                    imbalanced = preferred not in lai.isr
+                else:
+                    imbalanced = lai.leader != preferred
+            _recount(tp, imbalanced, self._imbalanced, self._imbalanced_by_topic)
 
     # ---- topic deletion --------------------------------------------------------------------
     @property
@@ -303,12 +343,15 @@ class ControllerContext:
             self._sorted_partitions = None
         self._assignments[tp] = assignment
         self._metadata_changed.add(tp)
+        self._counts_stale.add(tp)
 
     def apply_leader_and_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr) -> None:
         self._leadership[tp] = leader_and_isr
         self._metadata_changed.add(tp)
+        self._counts_stale.add(tp)
 
     def apply_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
+        self._counts_stale.add(tp)
         if state is PartitionState.NON_EXISTENT:
             self._partition_states.pop(tp, None)
         else:
@@ -340,6 +383,7 @@ class ControllerContext:
             for tp in [tp for tp in d if tp.topic == topic]:
                 del d[tp]
                 self._metadata_changed.add(tp)
+                self._counts_stale.add(tp)
         self._sorted_partitions = None
         for r in [r for r in self._replica_states if r.topic == topic]:
             del self._replica_states[r]
@@ -364,15 +408,17 @@ class ControllerContext:
             raise ValueError(f"no committed partition epoch for written partitions {missing}")
         # The loops below are ``apply_leader_and_isr``, ``apply_partition_state`` and
         # ``apply_replica_state`` inlined: a broker failure applies tens of thousands.
-        leadership, changed = self._leadership, self._metadata_changed
+        leadership, changed, stale = self._leadership, self._metadata_changed, self._counts_stale
         for w in plan.writes:
             tp = w.tp
             leadership[tp] = w.leader_and_isr.with_epochs(partition_epoch=epochs[tp])
             changed.add(tp)
+            stale.add(tp)
         for change in plan.assignment_changes:
             self.apply_assignment(change.tp, change.assignment)
         partition_states = self._partition_states
         for pt in plan.partition_transitions:
+            stale.add(pt.tp)
             if pt.to_state is PartitionState.NON_EXISTENT:
                 partition_states.pop(pt.tp, None)
             else:
@@ -402,3 +448,25 @@ class ControllerContext:
         self._metadata_all_changed = False
         self._metadata_changed.clear()
         return everything, changed
+
+
+def _recount(
+    tp: TopicPartition, counted: bool, members: set[TopicPartition], by_topic: dict[str, int]
+) -> None:
+    """Make ``tp``'s membership of a kept count ``counted``."""
+    if counted == (tp in members):
+        return
+    if counted:
+        members.add(tp)
+        by_topic[tp.topic] = by_topic.get(tp.topic, 0) + 1
+    else:
+        members.discard(tp)
+        left = by_topic[tp.topic] - 1
+        if left:
+            by_topic[tp.topic] = left
+        else:
+            del by_topic[tp.topic]
+
+
+def _counted(members: set[TopicPartition], by_topic: dict[str, int], excluded: set[str]) -> int:
+    return len(members) - sum(by_topic.get(topic, 0) for topic in excluded)

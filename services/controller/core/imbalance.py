@@ -87,27 +87,3 @@ def decide_auto_rebalance(ctx: ControllerContext, imbalance_percentage: int) -> 
                 and can_preferred_replica_lead(ctx, tp)
             )
     return RebalanceDecision(imbalances, tuple(sorted(chosen)))
-
-
-def preferred_replica_imbalance_count(ctx: ControllerContext) -> int:
-    """Partitions not led by their preferred replica (Kafka's PreferredReplicaImbalanceCount).
-
-    Only partitions with leader/ISR state of topics not queued for deletion count. While a
-    reassignment is still adding the preferred replica, the partition counts as imbalanced only
-    until that replica joins the ISR, as in Kafka.
-    """
-    count = 0
-    for tp in ctx.all_partitions():
-        lai = ctx.leader_and_isr(tp)
-        assignment = ctx.assignment(tp)
-        if lai is None or assignment is None or ctx.is_topic_queued_for_deletion(tp.topic):
-            continue
-        preferred = assignment.preferred_replica
-        if preferred is None:
-            continue
-        if assignment.is_being_reassigned and preferred in assignment.adding:
-            balanced = preferred in lai.isr
-        else:
-            balanced = lai.leader == preferred
-        count += 0 if balanced else 1
-    return count

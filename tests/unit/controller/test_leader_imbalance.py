@@ -11,7 +11,6 @@ from services.controller.core import (
     TopicPartition,
     decide_auto_rebalance,
     leader_imbalance,
-    preferred_replica_imbalance_count,
 )
 
 
@@ -77,7 +76,7 @@ def test_topics_being_deleted_are_not_counted(make_ctx) -> None:
     decision = decide_auto_rebalance(ctx, 10)
     assert decision.imbalances[0] == BrokerImbalance(1, 4, (tp(1), tp(2), tp(3)))
     assert decision.partitions_to_elect == (tp(1), tp(2))
-    assert preferred_replica_imbalance_count(ctx) == 3
+    assert ctx.preferred_replica_imbalance_count() == 3
 
 
 def test_no_rebalance_while_any_reassignment_runs(make_ctx) -> None:
@@ -113,4 +112,4 @@ def test_preferred_replica_imbalance_count(make_ctx, assignment, lai, imbalanced
         assignments={tp(0): assignment, tp(1): (2, 1)},
         leadership={tp(0): lai, tp(1): led(2)} if lai else {tp(1): led(2)},
     )
-    assert preferred_replica_imbalance_count(ctx) == imbalanced
+    assert ctx.preferred_replica_imbalance_count() == imbalanced

@@ -1,0 +1,152 @@
+"""The context's kept counts (offline partitions, preferred-replica imbalance) always equal a walk
+of every partition, whatever order the ``apply_*`` calls and readings come in."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.controller.core import (
+    ControllerContext,
+    LeaderAndIsr,
+    PartitionState,
+    ReplicaAssignment,
+    StateChangePlan,
+    TopicPartition,
+)
+from services.controller.core.plan import (
+    AssignmentChange,
+    PartitionStateWrite,
+    PartitionTransition,
+)
+
+EPOCH = 5
+TOPICS = ("a", "b", "c")
+STATES = (
+    PartitionState.NEW,
+    PartitionState.ONLINE,
+    PartitionState.OFFLINE,
+    PartitionState.NON_EXISTENT,
+)
+
+
+def walked_offline(ctx: ControllerContext) -> int:
+    return sum(
+        1
+        for tp in ctx.partitions_in_state(PartitionState.OFFLINE)
+        if not ctx.is_topic_queued_for_deletion(tp.topic)
+    )
+
+
+def walked_imbalance(ctx: ControllerContext) -> int:
+    """Kafka's PreferredReplicaImbalanceCount by definition, partition by partition."""
+    count = 0
+    for tp in ctx.all_partitions():
+        lai, a = ctx.leader_and_isr(tp), ctx.assignment(tp)
+        if lai is None or a is None or ctx.is_topic_queued_for_deletion(tp.topic):
+            continue
+        preferred = a.preferred_replica
+        if preferred is None:
+            continue
+        if a.is_being_reassigned and preferred in a.adding:
+            count += preferred not in lai.isr
+        else:
+            count += lai.leader != preferred
+    return count
+
+
+partitions = st.builds(TopicPartition, st.sampled_from(TOPICS), st.integers(0, 3))
+brokers = st.integers(1, 4)
+replica_lists = st.lists(brokers, min_size=1, max_size=3, unique=True).map(tuple)
+
+
+@st.composite
+def assignments(draw) -> ReplicaAssignment:
+    replicas = draw(replica_lists)
+    if draw(st.booleans()):
+        return ReplicaAssignment(replicas)
+    adding = tuple(r for r in replicas if draw(st.booleans()))
+    removing = tuple(r for r in replicas if r not in adding and draw(st.booleans()))
+    return ReplicaAssignment(replicas, adding, removing)
+
+
+leaders = st.builds(
+    lambda leader, isr: LeaderAndIsr(leader, 1, isr, EPOCH),
+    st.integers(-1, 4),
+    st.lists(brokers, max_size=3, unique=True).map(tuple),
+)
+
+steps = st.one_of(
+    st.tuples(st.just("assignment"), partitions, assignments()),
+    st.tuples(st.just("leader"), partitions, leaders),
+    st.tuples(st.just("state"), partitions, st.sampled_from(STATES)),
+    st.tuples(
+        st.just("plan"),
+        st.dictionaries(partitions, leaders, max_size=3),
+        st.dictionaries(partitions, st.sampled_from(STATES), max_size=3),
+        st.dictionaries(partitions, assignments(), max_size=3),
+    ),
+    st.tuples(st.just("delete"), st.sampled_from(TOPICS)),
+    st.tuples(st.just("remove"), st.sampled_from(TOPICS)),
+    st.tuples(st.just("read")),
+)
+
+
+def plan_of(writes, states, changes) -> tuple[StateChangePlan, dict[TopicPartition, int]]:
+    """A committed plan: leader/ISR writes, partition transitions and assignment changes, each
+    for its own partitions."""
+    plan = StateChangePlan(
+        EPOCH,
+        tuple(
+            PartitionStateWrite(
+                tp,
+                lai,
+                expected_partition_epoch=0,
+                create=False,
+                assignment=ReplicaAssignment((1,)),
+            )
+            for tp, lai in writes.items()
+        ),
+        tuple(PartitionTransition(tp, PartitionState.NEW, s) for tp, s in states.items()),
+        assignment_changes=tuple(AssignmentChange(tp, a) for tp, a in changes.items()),
+    )
+    return plan, {tp: 7 for tp in writes}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(steps, max_size=40))
+def test_kept_counts_equal_a_walk(script) -> None:
+    ctx = ControllerContext(1, EPOCH)
+    for step in script:
+        kind = step[0]
+        if kind == "assignment":
+            ctx.apply_assignment(step[1], step[2])
+        elif kind == "leader":
+            ctx.apply_leader_and_isr(step[1], step[2])
+        elif kind == "state":
+            ctx.apply_partition_state(step[1], step[2])
+        elif kind == "plan":
+            plan, epochs = plan_of(*step[1:])
+            ctx.apply_plan(plan, epochs)
+        elif kind == "delete":
+            ctx.apply_topic_deletion_queued(step[1])
+        elif kind == "remove":
+            ctx.apply_remove_topic(step[1])
+        else:
+            assert ctx.offline_partition_count() == walked_offline(ctx)
+            assert ctx.preferred_replica_imbalance_count() == walked_imbalance(ctx)
+    assert ctx.offline_partition_count() == walked_offline(ctx)
+    assert ctx.preferred_replica_imbalance_count() == walked_imbalance(ctx)
+
+
+def test_a_reading_examines_only_the_partitions_changed_since_the_last() -> None:
+    ctx = ControllerContext(1, EPOCH)
+    for p in range(1_000):
+        tp = TopicPartition("t", p)
+        ctx.apply_assignment(tp, ReplicaAssignment((1, 2)))
+        ctx.apply_leader_and_isr(tp, LeaderAndIsr(2, 1, (1, 2), EPOCH))
+    assert ctx.preferred_replica_imbalance_count() == 1_000
+    assert not ctx._counts_stale
+    ctx.apply_leader_and_isr(TopicPartition("t", 5), LeaderAndIsr(1, 2, (1, 2), EPOCH))
+    assert ctx._counts_stale == {TopicPartition("t", 5)}
+    assert ctx.preferred_replica_imbalance_count() == 999
