@@ -38,6 +38,7 @@ from services.controller.core.plan import StateChangePlan
 from services.controller.core.states import PartitionState, ReplicaState
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+_NEW_OR_OFFLINE = frozenset({PartitionState.NEW, PartitionState.OFFLINE})
 
 
 class ControllerContext:
@@ -76,6 +77,11 @@ class ControllerContext:
         self._offline_by_topic: dict[str, int] = {}
         self._imbalanced: set[TopicPartition] = set()
         self._imbalanced_by_topic: dict[str, int] = {}
+        # Kept indexes for what a broker failure or shutdown asks: partitions by their leader
+        # (NO_LEADER included), and those New or Offline. Each is a walk of every partition
+        # otherwise: 2.4 of 8 s of a broker failure's CPU at 1,000,000 partitions.
+        self._led_by: dict[int, set[TopicPartition]] = {}
+        self._new_or_offline: set[TopicPartition] = set()
 
     # ---- controller ----------------------------------------------------------------------
     @property
@@ -177,7 +183,21 @@ class ControllerContext:
         return tuple(sorted(tp for tp, a in self._assignments.items() if broker_id in a.replicas))
 
     def partitions_led_by(self, broker_id: int) -> tuple[TopicPartition, ...]:
-        return tuple(sorted(tp for tp, lai in self._leadership.items() if lai.leader == broker_id))
+        return tuple(sorted(self._led_by.get(broker_id, ())))
+
+    def partitions_with_offline_leader(self) -> tuple[TopicPartition, ...]:
+        """Assigned partitions with leader/ISR state whose leader is not online (not live,
+        shutting down, NO_LEADER, or its replica on a failed log directory), sorted; topics
+        queued for deletion included."""
+        out: list[TopicPartition] = []
+        live, dirs, assigned = self._live, self._offline_dirs, self._assignments
+        for leader, tps in self._led_by.items():
+            if leader not in live:
+                out.extend(tp for tp in tps if tp in assigned)
+            elif leader in dirs:
+                failed = dirs[leader]
+                out.extend(tp for tp in tps if tp in failed and tp in assigned)
+        return tuple(sorted(out))
 
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> tuple[PartitionReplica, ...]:
         ids = frozenset(broker_ids)
@@ -231,7 +251,10 @@ class ControllerContext:
 
     def partitions_in_state(self, *states: PartitionState) -> tuple[TopicPartition, ...]:
         wanted = frozenset(states)
-        return tuple(sorted(tp for tp, s in self._partition_states.items() if s in wanted))
+        of = self._partition_states
+        if wanted <= _NEW_OR_OFFLINE:
+            return tuple(sorted(tp for tp in self._new_or_offline if of[tp] in wanted))
+        return tuple(sorted(tp for tp, s in of.items() if s in wanted))
 
     def replicas_in_state(self, topic: str, *states: ReplicaState) -> tuple[PartitionReplica, ...]:
         wanted = frozenset(states)
@@ -346,12 +369,19 @@ class ControllerContext:
         self._counts_stale.add(tp)
 
     def apply_leader_and_isr(self, tp: TopicPartition, leader_and_isr: LeaderAndIsr) -> None:
+        old = self._leadership.get(tp)
+        if old is None or old.leader != leader_and_isr.leader:
+            self._lead(tp, None if old is None else old.leader, leader_and_isr.leader)
         self._leadership[tp] = leader_and_isr
         self._metadata_changed.add(tp)
         self._counts_stale.add(tp)
 
     def apply_partition_state(self, tp: TopicPartition, state: PartitionState) -> None:
         self._counts_stale.add(tp)
+        if state in _NEW_OR_OFFLINE:
+            self._new_or_offline.add(tp)
+        else:
+            self._new_or_offline.discard(tp)
         if state is PartitionState.NON_EXISTENT:
             self._partition_states.pop(tp, None)
         else:
@@ -379,11 +409,14 @@ class ControllerContext:
         self._topic_configs.pop(topic, None)
         self._to_delete.discard(topic)
         self._ineligible.discard(topic)
+        for tp, lai in [(tp, lai) for tp, lai in self._leadership.items() if tp.topic == topic]:
+            self._lead(tp, lai.leader, None)
         for d in (self._assignments, self._leadership, self._partition_states):
             for tp in [tp for tp in d if tp.topic == topic]:
                 del d[tp]
                 self._metadata_changed.add(tp)
                 self._counts_stale.add(tp)
+                self._new_or_offline.discard(tp)
         self._sorted_partitions = None
         for r in [r for r in self._replica_states if r.topic == topic]:
             del self._replica_states[r]
@@ -411,14 +444,23 @@ class ControllerContext:
         leadership, changed, stale = self._leadership, self._metadata_changed, self._counts_stale
         for w in plan.writes:
             tp = w.tp
-            leadership[tp] = w.leader_and_isr.with_epochs(partition_epoch=epochs[tp])
+            old = leadership.get(tp)
+            new = w.leader_and_isr
+            if old is None or old.leader != new.leader:
+                self._lead(tp, None if old is None else old.leader, new.leader)
+            leadership[tp] = new.with_epochs(partition_epoch=epochs[tp])
             changed.add(tp)
             stale.add(tp)
         for change in plan.assignment_changes:
             self.apply_assignment(change.tp, change.assignment)
         partition_states = self._partition_states
+        new_or_offline = self._new_or_offline
         for pt in plan.partition_transitions:
             stale.add(pt.tp)
+            if pt.to_state in _NEW_OR_OFFLINE:
+                new_or_offline.add(pt.tp)
+            else:
+                new_or_offline.discard(pt.tp)
             if pt.to_state is PartitionState.NON_EXISTENT:
                 partition_states.pop(pt.tp, None)
             else:
@@ -429,6 +471,19 @@ class ControllerContext:
                 replica_states.pop(rt.replica, None)
             else:
                 replica_states[rt.replica] = rt.to_state
+
+    def _lead(self, tp: TopicPartition, old: int | None, new: int | None) -> None:
+        """Move ``tp`` in the leader index from ``old`` to ``new`` (None: not indexed)."""
+        if old is not None:
+            tps = self._led_by[old]
+            tps.discard(tp)
+            if not tps:
+                del self._led_by[old]
+        if new is not None:
+            tps = self._led_by.get(new)
+            if tps is None:
+                self._led_by[new] = tps = set()
+            tps.add(tp)
 
     # ---- change tracking for the UpdateMetadata cache --------------------------------------
     def _metadata_topic_changed(self, topic: str) -> None:

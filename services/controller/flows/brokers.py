@@ -231,11 +231,5 @@ def _by_partition_chunks(
 def _partitions_without_leader(ctx: ControllerContext) -> list[TopicPartition]:
     """Partitions whose leader is not online (dead, or its replica on a failed log directory),
     of topics not queued for deletion."""
-    out: list[TopicPartition] = []
-    leadership = ctx.leader_and_isr
     deleting = ctx.is_topic_queued_for_deletion
-    for tp in ctx.all_partitions():
-        lai = leadership(tp)
-        if lai is not None and not ctx.is_replica_online(lai.leader, tp) and not deleting(tp.topic):
-            out.append(tp)
-    return out
+    return [tp for tp in ctx.partitions_with_offline_leader() if not deleting(tp.topic)]

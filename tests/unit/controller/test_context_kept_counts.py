@@ -1,5 +1,6 @@
-"""The context's kept counts (offline partitions, preferred-replica imbalance) always equal a walk
-of every partition, whatever order the ``apply_*`` calls and readings come in."""
+"""What the context keeps rather than walks (offline and imbalance counts, partitions by leader,
+New or Offline partitions, partitions with an offline leader) always equals a walk of every
+partition, whatever order the ``apply_*`` calls and readings come in."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services.controller.core import (
+    BrokerInfo,
     ControllerContext,
     LeaderAndIsr,
     PartitionState,
@@ -35,6 +37,23 @@ def walked_offline(ctx: ControllerContext) -> int:
         1
         for tp in ctx.partitions_in_state(PartitionState.OFFLINE)
         if not ctx.is_topic_queued_for_deletion(tp.topic)
+    )
+
+
+def walked_led_by(ctx: ControllerContext, broker: int) -> tuple[TopicPartition, ...]:
+    """The walks below read the context's own tables: what the kept indexes replaced."""
+    return tuple(sorted(tp for tp, lai in ctx._leadership.items() if lai.leader == broker))
+
+
+def walked_in_state(ctx: ControllerContext, *states: PartitionState) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(tp for tp, s in ctx._partition_states.items() if s in states))
+
+
+def walked_offline_leader(ctx: ControllerContext) -> tuple[TopicPartition, ...]:
+    return tuple(
+        tp
+        for tp in ctx.all_partitions()
+        if (lai := ctx.leader_and_isr(tp)) is not None and not ctx.is_replica_online(lai.leader, tp)
     )
 
 
@@ -88,8 +107,22 @@ steps = st.one_of(
     ),
     st.tuples(st.just("delete"), st.sampled_from(TOPICS)),
     st.tuples(st.just("remove"), st.sampled_from(TOPICS)),
+    st.tuples(st.just("broker_up"), brokers),
+    st.tuples(st.just("broker_down"), brokers),
+    st.tuples(st.just("shutting_down"), brokers),
+    st.tuples(st.just("failed_dir"), brokers, st.lists(partitions, max_size=3)),
     st.tuples(st.just("read")),
 )
+
+
+def check(ctx: ControllerContext) -> None:
+    assert ctx.offline_partition_count() == walked_offline(ctx)
+    assert ctx.preferred_replica_imbalance_count() == walked_imbalance(ctx)
+    for broker in range(-1, 5):
+        assert ctx.partitions_led_by(broker) == walked_led_by(ctx, broker)
+    for states in ((PartitionState.NEW,), (PartitionState.OFFLINE,), STATES[:3]):
+        assert ctx.partitions_in_state(*states) == walked_in_state(ctx, *states)
+    assert ctx.partitions_with_offline_leader() == walked_offline_leader(ctx)
 
 
 def plan_of(writes, states, changes) -> tuple[StateChangePlan, dict[TopicPartition, int]]:
@@ -132,11 +165,18 @@ def test_kept_counts_equal_a_walk(script) -> None:
             ctx.apply_topic_deletion_queued(step[1])
         elif kind == "remove":
             ctx.apply_remove_topic(step[1])
+        elif kind == "broker_up":
+            ctx.apply_broker_registered(BrokerInfo(step[1], "h", 9000 + step[1], epoch=1))
+        elif kind == "broker_down":
+            ctx.apply_broker_removed(step[1])
+        elif kind == "shutting_down":
+            if step[1] in ctx.live_or_shutting_down_broker_ids:
+                ctx.apply_broker_shutting_down(step[1])
+        elif kind == "failed_dir":
+            ctx.apply_offline_replicas(step[1], step[2])
         else:
-            assert ctx.offline_partition_count() == walked_offline(ctx)
-            assert ctx.preferred_replica_imbalance_count() == walked_imbalance(ctx)
-    assert ctx.offline_partition_count() == walked_offline(ctx)
-    assert ctx.preferred_replica_imbalance_count() == walked_imbalance(ctx)
+            check(ctx)
+    check(ctx)
 
 
 def test_a_reading_examines_only_the_partitions_changed_since_the_last() -> None:
