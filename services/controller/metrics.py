@@ -93,8 +93,11 @@ class ControllerMetrics:
         active = c.active
         self.active.set(1 if active else 0)
         self.epoch.set(c.epoch)
-        self.offline.set(ctx.offline_partition_count() if active else 0)
-        self.imbalance.set(ctx.preferred_replica_imbalance_count() if active else 0)
+        # Read on a standby too, so the changes it applies from the watch are counted as they
+        # come rather than all at once when it takes office.
+        offline, imbalance = ctx.offline_partition_count(), ctx.preferred_replica_imbalance_count()
+        self.offline.set(offline if active else 0)
+        self.imbalance.set(imbalance if active else 0)
         self.topics.set(len(ctx.all_topics) if active else 0)
         self.partitions.set(ctx.partition_count() if active else 0)
         self.topics_to_delete.set(len(ctx.topics_to_be_deleted) if active else 0)

@@ -1,5 +1,5 @@
 """The partition-count gauges are read from the context's kept counts every second (no walk of the
-partitions), and are 0 on a controller that is not active."""
+partitions), and are 0 on a controller that is not active, which still keeps its counts."""
 
 from __future__ import annotations
 
@@ -49,7 +49,11 @@ def test_gauges_follow_the_context_and_go_to_zero_on_resigning() -> None:
     assert gauge(metrics, "preferred_replica_imbalance_count") == 2
 
     controller.active = False  # resigned: the cluster-wide gauges go to 0 at once
+    ctx.apply_leader_and_isr(tps[2], LeaderAndIsr(2, 2, (2,), 3))
     metrics.observe(controller, loop)
     assert gauge(metrics, "offline_partitions_count") == 0
     assert gauge(metrics, "preferred_replica_imbalance_count") == 0
     assert gauge(metrics, "global_partition_count") == 0
+    # A standby still counts what it applies, so taking office finds nothing left to count.
+    assert not ctx._counts_stale
+    assert ctx.preferred_replica_imbalance_count() == 3
