@@ -13,8 +13,8 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
    election key's deletion (lease expiry); the UpdateMetadata bytes the brokers received to
    then and over the whole failover, and the LeaderAndIsr states it resent;
 3. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
-   other broker's cache shows none of them led by it, from the kill and from its registration's
-   deletion;
+   other broker's cache shows none of them led by it (the instant each broker applied the
+   UpdateMetadata that did it), from the kill and from its registration's deletion;
 4. **controlled shutdown** of broker 2 (SIGTERM; the agent's shutdown), until the controller
    answers "nothing left" and every broker's cache shows none of its partitions led by it;
 5. the failover again with the standby restarted under ``LEASEHOLD_DELIVERY=full`` (every
@@ -199,7 +199,9 @@ async def broker_gone(
         fleet, lambda st: all(s["still_led"] == 0 for s in st), f"broker {broker} re-led"
     )
     expired = await asyncio.wait_for(gone, 60)
-    told = max(s["last_update_metadata_at"] for s in after)
+    # Each broker's own record of the UpdateMetadata that left none of them led by the broker
+    # (a poll's answer comes later when the fleet is busy with the requests that follow).
+    told = max(s["cleared_at"] for s in after)
     out = {"from_fault_ms": (told - started) * 1000, "from_expiry_ms": (told - expired) * 1000}
     if answered is not None:
         out["answered_ms"] = (answered - started) * 1000

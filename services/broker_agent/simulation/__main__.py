@@ -9,7 +9,8 @@ one JSON line each:
 
 - ``{"cmd": "stats"}``: every broker's figures (``SimulatedBroker.stats``) and the process RSS;
 - ``{"cmd": "watch", "leader": <id>, "partitions": [[topic, p], ...]}``: from now on each
-  broker's ``still_led`` counts those partitions its cache shows led by ``leader``;
+  broker's ``still_led`` counts those partitions its cache shows led by ``leader``, and its
+  ``cleared_at`` is the instant the UpdateMetadata that left none was applied;
 - ``{"cmd": "shutdown"}``: controlled shutdown of every broker here, then exit.
 
 SIGTERM does what the agent does on it: controlled shutdown, then revoke the sessions. The gRPC
@@ -97,8 +98,6 @@ class Fleet:
             )
             for b in broker_ids(args.brokers)
         ]
-        self.watched: list[TopicPartition] = []
-        self.watched_leader = -1
         self._fences: list[asyncio.Task] = []
         self._stopping = asyncio.Event()
 
@@ -113,16 +112,18 @@ class Fleet:
     def answer(self, command: dict) -> dict:
         cmd = command.get("cmd")
         if cmd == "stats":
-            stats = [b.stats(self.watched, self.watched_leader) for b in self.brokers]
+            stats = [b.stats() for b in self.brokers]
             shared = {
                 "decodes": [self.sharing.decodes.hits, self.sharing.decodes.misses],
                 "topic_states": [self.sharing.updates.hits, self.sharing.updates.misses],
             }
             return {"stats": stats, "rss_kb": rss_kb(), "at": time.time(), "shared": shared}
         if cmd == "watch":
-            self.watched_leader = int(command["leader"])
-            self.watched = [TopicPartition(t, int(p)) for t, p in command["partitions"]]
-            return {"watching": len(self.watched)}
+            leader = int(command["leader"])
+            watched = [TopicPartition(t, int(p)) for t, p in command["partitions"]]
+            for b in self.brokers:
+                b.watch(watched, leader)
+            return {"watching": len(watched)}
         return {"error": f"unknown command {cmd!r}"}
 
     async def commands(self) -> None:

@@ -60,6 +60,13 @@ class Observation:
     leader_and_isr_states: int = 0
     last_leader_and_isr_at: float = 0.0
     stop_replica_requests: int = 0
+    # A watch (``SimulatedBroker.watch``): the watched partitions this broker's cache still
+    # shows led by ``watch_leader``, pruned as UpdateMetadata arrives, and the instant the last
+    # went (0.0: not yet). Read by a poll, the cache says when the benchmark asked; this says
+    # when it happened, however late a busy process answers the poll.
+    watch_leader: int = -1
+    still_led: set[TopicPartition] = field(default_factory=set)
+    cleared_at: float = 0.0
 
 
 class ObservedControlServicer(BrokerControlServicer):
@@ -101,7 +108,22 @@ class ObservedControlServicer(BrokerControlServicer):
             now = time.time()
             seen.last_update_metadata_at = now
             seen.epoch_seen_at.setdefault(request.controller_epoch, now)
+            prune_watch(seen, self._state.metadata, now)
         return response
+
+
+def prune_watch(seen: Observation, cache: MetadataCache, now: float) -> None:
+    """Drop the watched partitions ``cache`` no longer shows led by the watched leader; the
+    last to go sets ``cleared_at`` to ``now``."""
+    if not seen.still_led:
+        return
+    leader = seen.watch_leader
+    for tp in list(seen.still_led):
+        state = cache.partition(tp)
+        if state is None or state.leader != leader:
+            seen.still_led.discard(tp)
+    if not seen.still_led:
+        seen.cleared_at = now
 
 
 def control_handlers(servicer: BrokerControlServicer, sharing: Sharing) -> grpc.GenericRpcHandler:
@@ -215,15 +237,20 @@ class SimulatedBroker:
             await self.server.stop(0.5)
             self.server = None
 
-    def stats(self, watched: list[TopicPartition], watched_leader: int) -> dict:
-        """This broker's figures; ``still_led`` counts ``watched`` partitions whose cached
-        leader is ``watched_leader`` (a failed broker's partitions not yet re-led here)."""
+    def watch(self, watched: list[TopicPartition], leader: int) -> None:
+        """From now on count the ``watched`` partitions whose cached leader is ``leader`` (a
+        failed broker's partitions not yet re-led here), and note when none is left."""
+        seen = self.seen
+        seen.watch_leader = leader
+        seen.still_led = set(watched)
+        seen.cleared_at = 0.0
+        prune_watch(seen, self.metadata, time.time())
+
+    def stats(self) -> dict:
+        """This broker's figures; ``still_led`` and ``cleared_at`` are the watch's
+        (``watch``)."""
         seen, cache = self.seen, self.metadata
-        still = 0
-        for tp in watched:
-            state = cache.partition(tp)
-            if state is not None and state.leader == watched_leader:
-                still += 1
+        prune_watch(seen, cache, time.time())  # the cache only changes by UpdateMetadata
         return {
             "broker_id": self.broker_id,
             "broker_epoch": self.replicas.broker_epoch,
@@ -241,5 +268,6 @@ class SimulatedBroker:
             "leader_and_isr_states": seen.leader_and_isr_states,
             "last_leader_and_isr_at": seen.last_leader_and_isr_at,
             "stop_replica_requests": seen.stop_replica_requests,
-            "still_led": still,
+            "still_led": len(seen.still_led),
+            "cleared_at": seen.cleared_at,
         }
