@@ -67,3 +67,23 @@ def test_partitions_equal_the_keyword_built_ones() -> None:
     assert decoded.state_hashes == tuple(
         metadata_digest.state_hash(s.SerializeToString()) for s in pb.partition_states
     )
+
+
+def test_equal_names_ids_partitions_and_leaders_are_one_object_each() -> None:
+    """A million cached partitions keep what each decoded state holds: protobuf hands out a new
+    object per field read, so equal values are shared within a request."""
+    topic_id = "0" * 31 + "7"
+    states = [
+        dict(topic="bench-7", topic_id=topic_id, partition=p % 300 + 300, leader=p % 2 + 500)
+        for p in range(600)
+    ]
+    pb = control_pb2.UpdateMetadataRequest(partition_states=states)
+    decoded = control_convert.update_metadata_from_pb(pb).partitions
+    assert [(p.topic, p.partition, p.leader) for p in decoded] == [
+        (s["topic"], s["partition"], s["leader"]) for s in states
+    ]
+    for field in ("topic", "topic_id", "partition", "leader"):
+        objects = {id(getattr(p, field)) for p in decoded}
+        distinct = {getattr(p, field) for p in decoded}
+        assert len(objects) == len(distinct), field  # one object per distinct value
+    assert len({p.partition for p in decoded}) == 300
