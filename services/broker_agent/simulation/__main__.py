@@ -116,6 +116,7 @@ class Fleet:
             shared = {
                 "decodes": [self.sharing.decodes.hits, self.sharing.decodes.misses],
                 "topic_states": [self.sharing.updates.hits, self.sharing.updates.misses],
+                "heap": [self.sharing.heap.settles, self.sharing.heap.thaws],
             }
             return {"stats": stats, "rss_kb": rss_kb(), "at": time.time(), "shared": shared}
         if cmd == "watch":
@@ -161,15 +162,26 @@ class Fleet:
 
 async def run(args: argparse.Namespace) -> None:
     fleet = Fleet(args)
+    heap = fleet.sharing.heap
+    heap.enabled = True  # a process-wide collector setting: only in the process's main
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, fleet._stopping.set)
     await fleet.start()
+    heap.settle()  # the brokers started live as long as the process
+
+    async def maintain() -> None:  # as the agent's checkpoint task does
+        while True:
+            await asyncio.sleep(MAINTAIN_S)
+            heap.maintain()
+
     ports = {b.broker_id: b.port for b in fleet.brokers}
     print(json.dumps({"ready": ports, "rss_kb": rss_kb()}), flush=True)
     reader = asyncio.create_task(fleet.commands())
+    maintainer = asyncio.create_task(maintain())
     await fleet._stopping.wait()
     await fleet.stop()
     reader.cancel()
+    maintainer.cancel()
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -188,6 +200,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+# How often the heap freezer is asked whether its hourly thaw is due.
+MAINTAIN_S = 60.0
 # The interpreter's thread switch interval here (CPython's default is 5 ms). Each renewal round
 # takes the GIL once per lease (a request and an answer on the stream) while the event loop
 # decodes requests for a whole fleet of brokers: at 5 ms a hand-over, a hundred leases took

@@ -79,7 +79,9 @@ class ObservedControlServicer(BrokerControlServicer):
             super().__init__(replicas)
             self._received_bytes = lambda request: request.ByteSize()
         else:
-            super().__init__(replicas, decode_update_metadata=sharing.decodes.update_metadata)
+            super().__init__(
+                replicas, sharing.heap, decode_update_metadata=sharing.decodes.update_metadata
+            )
             self._received_bytes = sharing.decodes.received_bytes
         self._state = replicas
         self._seen = seen

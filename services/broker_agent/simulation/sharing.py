@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from leasehold.broker.v1 import control_pb2
+from leasehold.heap import HeapFreezer
 from services.broker_agent.control_servicer import decode_update_metadata
 from services.broker_agent.metadata_cache import SharedUpdates
 from services.broker_agent.model import UpdateMetadata
@@ -137,7 +138,13 @@ class SharedDecodes:
 
 @dataclasses.dataclass
 class Sharing:
-    """Everything the brokers of one simulation process share."""
+    """Everything the brokers of one simulation process share, including the collector
+    (``heap``): the agent freezes what a big control request built (``leasehold.heap``), and
+    so do its brokers here, from one freezer, as the process has one heap. Its main enables
+    it, as the agent's does; without, the fleet's full collections walked the cached metadata
+    of a million partitions (millions of objects) holding the GIL, and on a loaded machine the
+    process's lease renewals waited past their TTL."""
 
     decodes: SharedDecodes = dataclasses.field(default_factory=SharedDecodes)
     updates: SharedUpdates = dataclasses.field(default_factory=SharedUpdates)
+    heap: HeapFreezer = dataclasses.field(default_factory=lambda: HeapFreezer(enabled=False))

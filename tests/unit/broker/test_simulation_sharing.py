@@ -4,12 +4,18 @@ to every broker, never kept)."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
-from services.broker_agent.simulation.sharing import SharedDecodes, body_of
+from leasehold.heap import BULK_PARTITIONS, HeapFreezer
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.simulation.broker import Observation, ObservedControlServicer
+from services.broker_agent.simulation.replicas import SimulatedReplicas
+from services.broker_agent.simulation.sharing import SharedDecodes, Sharing, body_of
 
 STATES = [
     control_pb2.UpdateMetadataPartitionState(
@@ -70,3 +76,31 @@ def test_a_known_body_arrives_parsed_for_its_header_alone():
     decoded_two = decodes.update_metadata(two)
     assert decoded_two.partitions is decoded_one.partitions
     assert (decoded_two.broker_epoch, decodes.hits, decodes.misses) == (12, 1, 1)
+
+
+async def test_the_brokers_of_a_process_freeze_big_requests_on_one_heap():
+    """The agent freezes what a big control request built (``leasehold.heap``); simulated
+    brokers do it on the process's one freezer, once its main enables it."""
+    sharing = Sharing(heap=HeapFreezer(clock=lambda: 0.0))
+    big = [
+        control_pb2.UpdateMetadataPartitionState(
+            topic=f"t{p // 500}", partition=p % 500, leader=1, leader_epoch=1, isr=[1], replicas=[1]
+        )
+        for p in range(BULK_PARTITIONS)
+    ]
+    servicers = []
+    for broker in (1, 2):
+        replicas = SimulatedReplicas(broker, MetadataCache(sharing.updates))
+        replicas.broker_epoch = 5
+        servicers.append(ObservedControlServicer(replicas, Observation(), sharing))
+    try:
+        for servicer in servicers:
+            await servicer.UpdateMetadata(request(5, partition_states=STATES), None)
+        assert sharing.heap.settles == 0  # small requests leave the collector alone
+        for servicer in servicers:
+            answer = await servicer.UpdateMetadata(request(5, partition_states=big), None)
+            assert answer.error_code == 0
+        assert sharing.heap.settles == 2
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
