@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from leasehold.heap import HeapFreezer
 from services.controller.core import BrokerInfo
@@ -62,7 +62,10 @@ class ChannelsOfTheTerm:
     async def wait_issued(self, timeout_s: float, *, idle_only: bool = False) -> bool:
         return True
 
-    async def wait_answered(self, timeout_s: float) -> bool:
+    def queued_marks(self) -> dict[int, int]:
+        return {}
+
+    async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
         return True
 
     def bulk_change(self) -> contextlib.AbstractContextManager:

@@ -32,7 +32,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import grpc
@@ -131,22 +131,23 @@ class _Broker:
         (and a digest-first UpdateMetadata sent in full, that it has settled), and marks the
         request ``nothing_queued`` when it is the last this broker has to go (module
         docstring)."""
+        parts: tuple[bytes, ...]
         if isinstance(request, wire.EncodedRequest):
-            data = request.payload
+            parts = request.parts
             pending = self.sending_in_full
             if pending is not None and request is pending.pages[0]:
                 self.sending_in_full = None
                 pending.settled.set()
         elif isinstance(request, wire.LazyRequest):
-            data = request.build().payload
+            parts = request.build().parts
         else:
-            data = request.SerializeToString()
+            parts = (request.SerializeToString(),)
         if self.sending > self.issued:
             self.issued = self.sending
             self.progress.set()
         if self.last_of_batch and self.queue.empty() and not self.more_coming():
-            data += NOTHING_QUEUED
-        return data
+            parts = (*parts, NOTHING_QUEUED)
+        return b"".join(parts)
 
 
 def _open_channel(target: str, tls: TlsConfig | None) -> grpc.aio.Channel:
@@ -427,15 +428,24 @@ class ControllerChannelManager:
             targets = [(b, b.queued) for b in self._brokers.values() if b.issued < b.queued]
         return await self._wait_progress(targets, lambda b, t: b.issued >= t, timeout_s)
 
-    async def wait_answered(self, timeout_s: float) -> bool:
+    def queued_marks(self) -> dict[int, int]:
+        """How many batches each broker has been queued so far (for ``wait_answered``)."""
+        return {broker_id: b.queued for broker_id, b in self._brokers.items()}
+
+    async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
         """Wait until every broker has answered each batch queued so far (its sender is done
-        with them, the requests queued behind an answer included); False after ``timeout_s``.
+        with them, the requests queued behind an answer included), or only those queued by
+        the time ``upto`` was taken (``queued_marks``); False after ``timeout_s``.
 
         A caller about to compute for long on the event loop waits here first, so that each
         answer is taken as it comes and the next request leaves at once, as Kafka's send
         threads would do beside its event thread. A broker removed meanwhile is not waited for.
         """
-        targets = [(b, b.queued) for b in self._brokers.values() if b.finished < b.queued]
+        targets = [
+            (b, b.queued if upto is None else upto.get(broker_id, 0))
+            for broker_id, b in self._brokers.items()
+        ]
+        targets = [(b, target) for b, target in targets if b.finished < target]
 
         def done(broker: _Broker, target: int) -> bool:
             return broker.finished >= target or self._brokers.get(broker.info.id) is not broker

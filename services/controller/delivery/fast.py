@@ -166,10 +166,13 @@ class FastDelivery(ChannelsOfTheTerm):
             return True
         return await self.channels.wait_issued(timeout_s, idle_only=idle_only)
 
-    async def wait_answered(self, timeout_s: float) -> bool:
+    def queued_marks(self) -> dict[int, int]:
+        return {} if self.channels is None else self.channels.queued_marks()
+
+    async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
         if self.channels is None:
             return True
-        return await self.channels.wait_answered(timeout_s)
+        return await self.channels.wait_answered(timeout_s, upto)
 
     @contextlib.contextmanager
     def bulk_change(self) -> Iterator[None]:

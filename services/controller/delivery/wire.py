@@ -42,14 +42,24 @@ from services.controller.core import (
 
 @dataclass(frozen=True, eq=False)
 class EncodedRequest:
-    """A control request already in wire form, with the fields spans and logs read."""
+    """A control request already in wire form, with the fields spans and logs read.
 
-    payload: bytes
+    Its encoding is ``parts`` joined, joined only when it is read (``payload``: as gRPC
+    serialises it): an UpdateMetadata is a broker's own header around a body of partition
+    states every broker of the batch shares, and a creation step queued to a thousand brokers
+    held a thousand copies of its 1.6 MB of states until each was sent (6.6 GB of controller
+    at 200,000 of a million partitions created, the fleet a few steps behind)."""
+
+    parts: tuple[bytes, ...]
     controller_id: int
     controller_epoch: int
     broker_epoch: int
     partition_count: int
     message: type[Message] = control_pb2.UpdateMetadataRequest
+
+    @property
+    def payload(self) -> bytes:
+        return b"".join(self.parts)
 
     def decode(self) -> Message:
         return self.message.FromString(self.payload)
@@ -258,7 +268,7 @@ def encoded_leader_and_isr(
         return None
     before, after = around_states(_leader_and_isr_header(req))
     return EncodedRequest(
-        before + b"".join([encode_state(s) for s in req.leader_and_isr]) + after,
+        (before, b"".join([encode_state(s) for s in req.leader_and_isr]), after),
         req.controller_id,
         req.controller_epoch,
         req.broker_epoch,
@@ -411,7 +421,7 @@ def encoded_update_metadata(
     )
     before, after = around_states(header)
     return EncodedRequest(
-        before + body + live_brokers_field(live.brokers) + after,
+        (before, body, live_brokers_field(live.brokers), after),
         req.controller_id,
         req.controller_epoch,
         req.broker_epoch,
@@ -512,7 +522,11 @@ def digest_update_metadata(
     header = _update_metadata_header(req, controller_host, controller_port, live)
     header.metadata_digest = digest
     return EncodedRequest(
-        header.SerializeToString(), req.controller_id, req.controller_epoch, req.broker_epoch, 0
+        (header.SerializeToString(),),
+        req.controller_id,
+        req.controller_epoch,
+        req.broker_epoch,
+        0,
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from leasehold.clock import Cancellable, Clock
@@ -256,9 +256,16 @@ class FlowContext:
         """A step of a long change ended: what was queued and answered may move on."""
         await self._c.delivery.give_calls_a_turn()
 
-    async def requests_answered(self, timeout_s: float) -> bool:
-        """Wait until the brokers have answered what was queued (``timeout_s`` at most)."""
-        return await self._c.delivery.wait_answered(timeout_s)
+    def queued_marks(self) -> dict[int, int]:
+        """How many request batches each broker has been queued so far."""
+        return self._c.delivery.queued_marks()
+
+    async def requests_answered(
+        self, timeout_s: float, upto: Mapping[int, int] | None = None
+    ) -> bool:
+        """Wait until the brokers have answered what was queued, or what was queued by the
+        time ``upto`` was taken (``queued_marks``); ``timeout_s`` at most."""
+        return await self._c.delivery.wait_answered(timeout_s, upto)
 
     async def answer_first(self) -> None:
         """Let an answer just set reach its caller before computing on."""

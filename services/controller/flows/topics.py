@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 
 # New partitions decided, committed and sent per step of ``on_new_partition_creation``.
 CREATION_CHUNK = 20_000
+# How long a creation step waits for the brokers to answer the step before the one just sent
+# (one step in flight): a thousand brokers take longer over a step's UpdateMetadata than the
+# controller takes to decide it, and its requests piled up in their queues without this. A
+# broker that does not answer (stopped, partitioned) holds each step this long at most; its
+# requests are retried as before.
+CREATION_WAIT_S = 30.0
 
 
 class TopicFlows:
@@ -84,17 +90,23 @@ class TopicFlows:
 
     async def on_new_partition_creation(self, tps: Sequence[TopicPartition]) -> None:
         """Kafka's ``onNewPartitionCreation``, ``CREATION_CHUNK`` partitions at a time: each
-        chunk New, then Online with its replicas, its requests sent before the next is decided.
-        A million partitions created at once would otherwise hold every plan, request and
-        record of all of them in memory together (gigabytes), and tell brokers nothing until
-        the last is decided."""
+        chunk New, then Online with its replicas, its requests sent before the next is decided,
+        and the chunk before it answered (``CREATION_WAIT_S`` at most). A million partitions
+        created at once would otherwise hold every plan, request and record of all of them in
+        memory together (gigabytes), and tell brokers nothing until the last is decided; and a
+        controller deciding chunks faster than its brokers take them in would queue them
+        without bound."""
         c = self.c
         log.info(
             "new partitions: %s", ", ".join(map(str, tps[:20])) + ("..." if len(tps) > 20 else "")
         )
+        sent_before: dict[int, int] | None = None  # the queues as the step before was sent
         for start in range(0, len(tps), CREATION_CHUNK):
             if start:
                 await c.send_now()
+                if sent_before is not None:
+                    await c.requests_answered(CREATION_WAIT_S, upto=sent_before)
+                sent_before = c.queued_marks()
             chunk = tps[start : start + CREATION_CHUNK]
             replicas = c.ctx.replicas_for_partitions(chunk)
             await move_partitions(c, chunk, PartitionState.NEW)

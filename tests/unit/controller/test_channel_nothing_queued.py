@@ -44,7 +44,7 @@ def test_marked_only_when_last_of_batch_queue_empty_and_nothing_expected() -> No
     broker = _Broker(info, None, more_coming=manager.more_coming)  # type: ignore[arg-type]
     stop = control_pb2.StopReplicaRequest(controller_epoch=3)
     encoded = wire.EncodedRequest(
-        control_pb2.UpdateMetadataRequest(controller_epoch=3).SerializeToString(), 1, 3, 4, 0
+        (control_pb2.UpdateMetadataRequest(controller_epoch=3).SerializeToString(),), 1, 3, 4, 0
     )
 
     broker.last_of_batch = False  # a LeaderAndIsr with its UpdateMetadata behind it

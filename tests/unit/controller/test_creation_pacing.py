@@ -1,0 +1,180 @@
+"""Topic creation at scale: a creation step waits until the brokers answered the step before
+the one just sent (one step in flight, ``CREATION_WAIT_S`` at most), and every broker's queued
+UpdateMetadata shares the step's encoded partition states instead of holding a copy."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from bench.controller_micro import RecordingChannels, active
+from leasehold.broker.v1 import control_pb2
+from leasehold.metadata.v1 import metadata_pb2
+from services.controller import events as ev
+from services.controller.core import BrokerInfo, BrokerRequests, TopicPartition
+from services.controller.core.request_batch import UpdateMetadataPartitionState
+from services.controller.delivery import wire
+from services.controller.delivery.channels import (
+    _RESPONSES,
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+    _Broker,
+)
+from services.controller.flows import topics as topics_flow
+from services.controller.statelog import StateChangeLog
+
+
+class _Gated(ControllerChannelManager):
+    """Senders whose calls serialise at once and are answered one at a time, per broker, as
+    ``answer(broker)`` allows."""
+
+    def __init__(self) -> None:
+        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
+        self.gates: dict[int, asyncio.Semaphore] = {}
+
+    def add_broker(self, info: BrokerInfo) -> None:
+        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
+        self.gates[info.id] = asyncio.Semaphore(0)
+        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
+        broker.task = asyncio.create_task(self._sender(broker))
+        self._brokers[info.id] = broker
+
+    def answer(self, broker_id: int) -> None:
+        self.gates[broker_id].release()
+
+    def _method(self, broker: _Broker, kind: str):
+        def call(request, timeout=None):
+            async def invoke():
+                broker.serialize(request)
+                await self.gates[broker.info.id].acquire()
+                return _RESPONSES[kind]()
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+    async def close(self) -> None:
+        for b in self._brokers.values():
+            b.task.cancel()
+
+
+async def test_wait_answered_upto_a_mark_ignores_what_was_queued_after_it() -> None:
+    ch = _Gated()
+    for b in (1, 2):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+    request = control_pb2.UpdateMetadataRequest()
+    ch.send(1, UPDATE_METADATA, request)
+    mark = ch.queued_marks()
+    assert mark == {1: 1, 2: 0}
+    ch.send(1, UPDATE_METADATA, request)
+    ch.send(2, UPDATE_METADATA, request)
+    assert not await ch.wait_answered(0.05, upto=mark)  # broker 1's first is unanswered
+    ch.answer(1)
+    assert await ch.wait_answered(1.0, upto=mark)  # its second and broker 2's: not waited for
+    assert not await ch.wait_answered(0.05)  # everything queued: still two unanswered
+    ch.answer(1)
+    ch.answer(2)
+    assert await ch.wait_answered(1.0)
+    await ch.close()
+
+
+class _Silent(RecordingChannels):
+    """Brokers that answer nothing once ``silent`` is set."""
+
+    silent = False
+
+    def _method(self, broker: _Broker, kind: str):
+        inner = super()._method(broker, kind)
+
+        def call(request, timeout=None):
+            async def invoke():
+                if self.silent:
+                    broker.serialize(request)
+                    await asyncio.Event().wait()
+                return await inner(request, timeout=timeout)
+
+            return asyncio.get_running_loop().create_task(invoke())
+
+        return call
+
+
+def _new_topic(name: str, partitions: int, revision: int) -> ev.TopicChange:
+    value = metadata_pb2.TopicAssignment(
+        topic_id=f"{name:0>32}"[-32:],
+        partitions={p: metadata_pb2.ReplicaList(replicas=[1, 2, 3]) for p in range(partitions)},
+    )
+    return ev.TopicChange((ev.TopicUpdate(name, value, revision),))
+
+
+async def _create(silent: bool, monkeypatch) -> tuple[float, int]:
+    """Create one topic of 4 steps of 2 partitions; the time it took and the partitions
+    created."""
+    monkeypatch.setattr(topics_flow, "CREATION_CHUNK", 2)
+    monkeypatch.setattr(topics_flow, "CREATION_WAIT_S", 0.2)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        c, channels = await active(3, log, _Silent)
+        assert await channels.wait_answered(5.0)  # the failover's requests
+        channels.silent = silent
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await asyncio.wait_for(c.handle(_new_topic("fresh", 8, 10**6)), 10)
+        took = loop.time() - started
+        online = sum(c.ctx.leader_and_isr(TopicPartition("fresh", p)) is not None for p in range(8))
+        await c.deactivate("done")
+        log.close()
+    return took, online
+
+
+async def test_a_creation_step_waits_for_the_step_before_the_last_to_be_answered(
+    monkeypatch,
+) -> None:
+    """Brokers that answer nothing hold each step after the second for the bounded wait
+    (steps 3 and 4 here), and the creation completes."""
+    took, online = await _create(True, monkeypatch)
+    assert online == 8
+    assert took >= 2 * 0.2
+
+
+async def test_a_creation_answered_as_it_goes_does_not_wait(monkeypatch) -> None:
+    took, online = await _create(False, monkeypatch)
+    assert online == 8
+    assert took < 2 * 0.2
+
+
+class _Kept(ControllerChannelManager):
+    """The real encoding, with what it queues kept instead of sent."""
+
+    def __init__(self) -> None:
+        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
+        self.queued: dict[int, list[tuple[str, object]]] = {}
+
+    def queue(self, broker_id: int, requests) -> bool:
+        self.queued.setdefault(broker_id, []).extend((k, r) for k, r in requests if r)
+        return True
+
+
+def test_every_broker_s_update_metadata_shares_the_batch_s_encoded_states() -> None:
+    """A broker's queued UpdateMetadata is its own header around the batch's one body of
+    states, joined only when gRPC serialises it."""
+    brokers = tuple(BrokerInfo(b, "h", 9000 + b, epoch=10 + b) for b in (1, 2, 3))
+    states = tuple(
+        UpdateMetadataPartitionState(
+            TopicPartition("t", p), "id-t", 3, 1, 2, (1, 2, 3), 40 + p, (1, 2, 3), ()
+        )
+        for p in range(100)
+    )
+    ch = _Kept()
+    ch.send_batch(
+        {b.id: BrokerRequests(b.id, b.epoch, 9, 3, (), (), (), states, brokers) for b in brokers}
+    )
+    ums = [r for b in brokers for k, r in ch.queued[b.id] if k == UPDATE_METADATA]
+    assert len(ums) == 3 and all(isinstance(r, wire.EncodedRequest) for r in ums)
+    bodies = [max(r.parts, key=len) for r in ums]
+    assert len(bodies[0]) > 100 * 10 and all(body is bodies[0] for body in bodies)
+    for b, r in zip(brokers, ums, strict=True):
+        decoded = control_pb2.UpdateMetadataRequest.FromString(r.payload)
+        assert decoded.broker_epoch == b.epoch
+        assert [s.partition for s in decoded.partition_states] == list(range(100))
