@@ -54,6 +54,7 @@ class FleetProcess:
     cluster_id: str
     log_path: Path
     confirm_in_etcd: bool = False
+    nice: int = 0  # the process's CPU niceness (``bench.scale.NICE_ENV``)
     popen: subprocess.Popen | None = None
     ports: dict[int, int] = field(default_factory=dict)
     leaving: bool = False  # signalled: asked nothing more
@@ -61,6 +62,7 @@ class FleetProcess:
 
     def start(self) -> None:
         args = [
+            *(["nice", "-n", str(self.nice)] if self.nice else []),  # nice execs: same pid
             sys.executable, "-m", "services.broker_agent.simulation",
             "--etcd", ",".join(self.etcd), "--cluster-id", self.cluster_id,
             "--brokers", id_spec(self.ids),

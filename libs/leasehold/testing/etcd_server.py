@@ -147,7 +147,7 @@ class EtcdServer:
             "--listen-peer-urls", peer_url,
             "--initial-advertise-peer-urls", peer_url,
             "--initial-cluster", self.initial_cluster or f"{self.name}={peer_url}",
-            "--log-level", "error",
+            "--log-level", os.environ.get("LEASEHOLD_ETCD_LOG_LEVEL", "error"),
             "--logger", "zap",
             "--auto-compaction-mode", "revision",
             "--auto-compaction-retention", "100000",
