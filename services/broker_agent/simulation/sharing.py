@@ -141,9 +141,9 @@ class Sharing:
     """Everything the brokers of one simulation process share, including the collector
     (``heap``): the agent freezes what a big control request built (``leasehold.heap``), and
     so do its brokers here, from one freezer, as the process has one heap. Its main enables
-    it, as the agent's does; without, the fleet's full collections walked the cached metadata
-    of a million partitions (millions of objects) holding the GIL, and on a loaded machine the
-    process's lease renewals waited past their TTL."""
+    it, as the agent's does; without, each full collection walks the cached metadata of a
+    million partitions (millions of objects) holding the GIL the process's lease-renewal thread
+    waits for."""
 
     decodes: SharedDecodes = dataclasses.field(default_factory=SharedDecodes)
     updates: SharedUpdates = dataclasses.field(default_factory=SharedUpdates)

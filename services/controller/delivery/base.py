@@ -68,6 +68,9 @@ class ChannelsOfTheTerm:
     async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
         return True
 
+    def unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:
+        return frozenset()
+
     def bulk_change(self) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()
 

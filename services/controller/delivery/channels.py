@@ -432,6 +432,11 @@ class ControllerChannelManager:
         """How many batches each broker has been queued so far (for ``wait_answered``)."""
         return {broker_id: b.queued for broker_id, b in self._brokers.items()}
 
+    def unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:
+        """The brokers (still here) that have not answered every batch queued by the time
+        ``upto`` was taken."""
+        return frozenset(i for i, b in self._brokers.items() if b.finished < upto.get(i, 0))
+
     async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
         """Wait until every broker has answered each batch queued so far (its sender is done
         with them, the requests queued behind an answer included), or only those queued by

@@ -174,6 +174,9 @@ class FastDelivery(ChannelsOfTheTerm):
             return True
         return await self.channels.wait_answered(timeout_s, upto)
 
+    def unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:
+        return frozenset() if self.channels is None else self.channels.unanswered(upto)
+
     @contextlib.contextmanager
     def bulk_change(self) -> Iterator[None]:
         """Keep the cyclic garbage collector out of a large state change's critical path (a

@@ -267,6 +267,11 @@ class FlowContext:
         time ``upto`` was taken (``queued_marks``); ``timeout_s`` at most."""
         return await self._c.delivery.wait_answered(timeout_s, upto)
 
+    def requests_unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:
+        """The brokers that have not answered all that was queued by the time ``upto`` was
+        taken (``queued_marks``)."""
+        return self._c.delivery.unanswered(upto)
+
     async def answer_first(self) -> None:
         """Let an answer just set reach its caller before computing on."""
         await asyncio.sleep(0)

@@ -34,8 +34,8 @@ CREATION_CHUNK = 20_000
 # How long a creation step waits for the brokers to answer the step before the one just sent
 # (one step in flight): a thousand brokers take longer over a step's UpdateMetadata than the
 # controller takes to decide it, and its requests piled up in their queues without this. A
-# broker that does not answer (stopped, partitioned) holds each step this long at most; its
-# requests are retried as before.
+# broker that does not answer (stopped, partitioned) holds one step this long at most, and is
+# not waited for again in that creation; its requests are retried as before.
 CREATION_WAIT_S = 30.0
 
 
@@ -91,22 +91,25 @@ class TopicFlows:
     async def on_new_partition_creation(self, tps: Sequence[TopicPartition]) -> None:
         """Kafka's ``onNewPartitionCreation``, ``CREATION_CHUNK`` partitions at a time: each
         chunk New, then Online with its replicas, its requests sent before the next is decided,
-        and the chunk before it answered (``CREATION_WAIT_S`` at most). A million partitions
-        created at once would otherwise hold every plan, request and record of all of them in
-        memory together (gigabytes), and tell brokers nothing until the last is decided; and a
-        controller deciding chunks faster than its brokers take them in would queue them
-        without bound."""
+        and the chunk before it answered (``CREATION_WAIT_S`` at most, once per broker). A
+        million partitions created at once would otherwise hold every plan, request and record
+        of all of them in memory together (gigabytes), and tell brokers nothing until the last
+        is decided; and a controller deciding chunks faster than its brokers take them in would
+        queue them without bound."""
         c = self.c
         log.info(
             "new partitions: %s", ", ".join(map(str, tps[:20])) + ("..." if len(tps) > 20 else "")
         )
         sent_before: dict[int, int] | None = None  # the queues as the step before was sent
+        slow: set[int] = set()  # brokers that let a wait run out: not waited for again
         for start in range(0, len(tps), CREATION_CHUNK):
             if start:
                 await c.send_now()
-                if sent_before is not None:
-                    await c.requests_answered(CREATION_WAIT_S, upto=sent_before)
-                sent_before = c.queued_marks()
+                if sent_before is not None and not await c.requests_answered(
+                    CREATION_WAIT_S, upto=sent_before
+                ):
+                    slow |= c.requests_unanswered(sent_before)
+                sent_before = {b: n for b, n in c.queued_marks().items() if b not in slow}
             chunk = tps[start : start + CREATION_CHUNK]
             replicas = c.ctx.replicas_for_partitions(chunk)
             await move_partitions(c, chunk, PartitionState.NEW)

@@ -23,6 +23,7 @@ from services.controller.delivery.channels import (
     _Broker,
 )
 from services.controller.flows import topics as topics_flow
+from services.controller.flows.context import FlowContext
 from services.controller.statelog import StateChangeLog
 
 
@@ -81,16 +82,16 @@ async def test_wait_answered_upto_a_mark_ignores_what_was_queued_after_it() -> N
 
 
 class _Silent(RecordingChannels):
-    """Brokers that answer nothing once ``silent`` is set."""
+    """Brokers in ``silent`` answer nothing."""
 
-    silent = False
+    silent: frozenset[int] = frozenset()
 
     def _method(self, broker: _Broker, kind: str):
         inner = super()._method(broker, kind)
 
         def call(request, timeout=None):
             async def invoke():
-                if self.silent:
+                if broker.info.id in self.silent:
                     broker.serialize(request)
                     await asyncio.Event().wait()
                 return await inner(request, timeout=timeout)
@@ -108,11 +109,20 @@ def _new_topic(name: str, partitions: int, revision: int) -> ev.TopicChange:
     return ev.TopicChange((ev.TopicUpdate(name, value, revision),))
 
 
-async def _create(silent: bool, monkeypatch) -> tuple[float, int]:
-    """Create one topic of 4 steps of 2 partitions; the time it took and the partitions
-    created."""
+async def _create(silent: frozenset[int], monkeypatch) -> tuple[float, list[bool], int]:
+    """Create one topic of 4 steps of 2 partitions with brokers ``silent`` answering nothing:
+    the time it took, each step's wait (answered in time or not), the partitions created."""
     monkeypatch.setattr(topics_flow, "CREATION_CHUNK", 2)
     monkeypatch.setattr(topics_flow, "CREATION_WAIT_S", 0.2)
+    waits: list[bool] = []
+    answered = FlowContext.requests_answered
+
+    async def noted(self, timeout_s, upto=None):
+        result = await answered(self, timeout_s, upto)
+        waits.append(result)
+        return result
+
+    monkeypatch.setattr(FlowContext, "requests_answered", noted)
     with tempfile.TemporaryDirectory() as tmp:
         log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
         c, channels = await active(3, log, _Silent)
@@ -125,23 +135,28 @@ async def _create(silent: bool, monkeypatch) -> tuple[float, int]:
         online = sum(c.ctx.leader_and_isr(TopicPartition("fresh", p)) is not None for p in range(8))
         await c.deactivate("done")
         log.close()
-    return took, online
+    return took, waits, online
 
 
 async def test_a_creation_step_waits_for_the_step_before_the_last_to_be_answered(
     monkeypatch,
 ) -> None:
-    """Brokers that answer nothing hold each step after the second for the bounded wait
-    (steps 3 and 4 here), and the creation completes."""
-    took, online = await _create(True, monkeypatch)
-    assert online == 8
-    assert took >= 2 * 0.2
+    """Steps 3 and 4 each wait for the step two before; answered brokers keep them short."""
+    took, waits, online = await _create(frozenset(), monkeypatch)
+    assert (waits, online) == ([True, True], 8)
 
 
-async def test_a_creation_answered_as_it_goes_does_not_wait(monkeypatch) -> None:
-    took, online = await _create(False, monkeypatch)
-    assert online == 8
-    assert took < 2 * 0.2
+async def test_a_broker_that_does_not_answer_holds_one_step_only(monkeypatch) -> None:
+    """Broker 2 answers nothing: the wait before step 3 runs out (the bounded wait), and the
+    wait before step 4 no longer counts broker 2; the creation completes."""
+    took, waits, online = await _create(frozenset({2}), monkeypatch)
+    assert (waits, online) == ([False, True], 8)
+    assert took >= 0.2
+
+
+async def test_brokers_that_answer_nothing_hold_the_creation_once(monkeypatch) -> None:
+    took, waits, online = await _create(frozenset({1, 2, 3}), monkeypatch)
+    assert (waits, online) == ([False, True], 8)
 
 
 class _Kept(ControllerChannelManager):
