@@ -1,6 +1,7 @@
 """Topic creation at scale: a creation step waits until the brokers answered the step before
-the one just sent (one step in flight, ``CREATION_WAIT_S`` at most), and every broker's queued
-UpdateMetadata shares the step's encoded partition states instead of holding a copy."""
+the one just sent (one step in flight; ``CREATION_WAIT_S`` at most, once per broker), and every
+broker's queued UpdateMetadata shares the step's encoded partition states instead of holding a
+copy."""
 
 from __future__ import annotations
 
