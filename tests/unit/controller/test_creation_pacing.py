@@ -17,7 +17,6 @@ from services.controller.core import BrokerInfo, BrokerRequests, TopicPartition
 from services.controller.core.request_batch import UpdateMetadataPartitionState
 from services.controller.delivery import wire
 from services.controller.delivery.channels import (
-    _RESPONSES,
     UPDATE_METADATA,
     ChannelSettings,
     ControllerChannelManager,
@@ -26,60 +25,6 @@ from services.controller.delivery.channels import (
 from services.controller.flows import topics as topics_flow
 from services.controller.flows.context import FlowContext
 from services.controller.statelog import StateChangeLog
-
-
-class _Gated(ControllerChannelManager):
-    """Senders whose calls serialise at once and are answered one at a time, per broker, as
-    ``answer(broker)`` allows."""
-
-    def __init__(self) -> None:
-        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
-        self.gates: dict[int, asyncio.Semaphore] = {}
-
-    def add_broker(self, info: BrokerInfo) -> None:
-        broker = _Broker(info, channel=None)  # type: ignore[arg-type]
-        self.gates[info.id] = asyncio.Semaphore(0)
-        broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
-        broker.task = asyncio.create_task(self._sender(broker))
-        self._brokers[info.id] = broker
-
-    def answer(self, broker_id: int) -> None:
-        self.gates[broker_id].release()
-
-    def _method(self, broker: _Broker, kind: str):
-        def call(request, timeout=None):
-            async def invoke():
-                broker.serialize(request)
-                await self.gates[broker.info.id].acquire()
-                return _RESPONSES[kind]()
-
-            return asyncio.get_running_loop().create_task(invoke())
-
-        return call
-
-    async def close(self) -> None:
-        for b in self._brokers.values():
-            b.task.cancel()
-
-
-async def test_wait_answered_upto_a_mark_ignores_what_was_queued_after_it() -> None:
-    ch = _Gated()
-    for b in (1, 2):
-        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
-    request = control_pb2.UpdateMetadataRequest()
-    ch.send(1, UPDATE_METADATA, request)
-    mark = ch.queued_marks()
-    assert mark == {1: 1, 2: 0}
-    ch.send(1, UPDATE_METADATA, request)
-    ch.send(2, UPDATE_METADATA, request)
-    assert not await ch.wait_answered(0.05, upto=mark)  # broker 1's first is unanswered
-    ch.answer(1)
-    assert await ch.wait_answered(1.0, upto=mark)  # its second and broker 2's: not waited for
-    assert not await ch.wait_answered(0.05)  # everything queued: still two unanswered
-    ch.answer(1)
-    ch.answer(2)
-    assert await ch.wait_answered(1.0)
-    await ch.close()
 
 
 class _Silent(RecordingChannels):
@@ -100,6 +45,24 @@ class _Silent(RecordingChannels):
             return asyncio.get_running_loop().create_task(invoke())
 
         return call
+
+
+async def test_wait_answered_upto_a_mark_ignores_what_was_queued_after_it() -> None:
+    ch = _Silent()
+    ch.silent = frozenset({3})
+    for b in (1, 2, 3):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+    request = control_pb2.UpdateMetadataRequest()
+    ch.send(1, UPDATE_METADATA, request)
+    ch.send(2, UPDATE_METADATA, request)
+    mark = ch.queued_marks()
+    assert mark == {1: 1, 2: 1, 3: 0}
+    ch.send(3, UPDATE_METADATA, request)  # after the mark, never answered
+    assert await ch.wait_answered(1.0, upto=mark)
+    assert ch.unanswered(mark) == frozenset()
+    assert not await ch.wait_answered(0.05)  # everything queued: broker 3's is unanswered
+    assert ch.unanswered(ch.queued_marks()) == frozenset({3})
+    await ch.close()
 
 
 def _new_topic(name: str, partitions: int, revision: int) -> ev.TopicChange:
