@@ -8,8 +8,10 @@ mod-revision compare per key, as partition-state writes do. Figures:
 - fenced transactions of a full chunk (126 puts + 128 compares, the 128-op limit less the two
   fence compares) with 1, 4, 8, 16 and 64 in flight, against single-op puts one at a time
   (baseline);
-- one bulk creation of N keys with ``commit``'s default in flight (``COMMIT_CONCURRENCY``,
-  topic-creation shaped);
+- bulk creations of N keys in one ``commit`` each, with its default in flight
+  (``COMMIT_CONCURRENCY``, what a broker failure's commits use) and with a creation's
+  (``CREATION_COMMIT_CONCURRENCY``), each with lease renewals timed meanwhile
+  (``RenewalRounds``): etcd renews a lease only after applying what was committed before;
 - a paged ``range_prefix`` read of those N keys with the client's page size and a 10x larger
   one, against single-key gets one at a time. (etcd 3.5 counts the whole rest of the range on
   every page, so small pages make a large read quadratic; the two rows show what that costs.)
@@ -20,6 +22,8 @@ same raw figure in their own run as their baseline.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 
 from aetcd import rpc
@@ -38,11 +42,22 @@ from bench.framework import (
 )
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.client import PAGE_SIZE
-from leasehold.etcd.fenced import COMMIT_CONCURRENCY, MAX_TXN_OPS, Fence, Write, commit
+from leasehold.etcd.fenced import (
+    COMMIT_CONCURRENCY,
+    CREATION_COMMIT_CONCURRENCY,
+    MAX_TXN_OPS,
+    Fence,
+    Write,
+    commit,
+)
+from leasehold.etcd.keepalive import BatchedKeepAlive
 from leasehold.metadata.v1 import metadata_pb2
 
 IN_FLIGHT = (1, 4, 8, 16, 64)
 BULK_CONCURRENCY = COMMIT_CONCURRENCY  # fenced.commit's default, what the controller uses
+# Leases renewed in each round while a bulk creation runs, and the pause between rounds.
+RENEWED_LEASES = 50
+RENEWAL_PAUSE_S = 0.1
 PAGE_SIZES = (1_000, PAGE_SIZE)  # the old default against the current one
 
 
@@ -135,17 +150,64 @@ async def measure_fenced_txns(
 
 
 async def bulk_create(
-    client: EtcdClient, keyspace: Keyspace, fence: Fence, topic: str, count: int
+    client: EtcdClient,
+    keyspace: Keyspace,
+    fence: Fence,
+    topic: str,
+    count: int,
+    *,
+    concurrency: int = BULK_CONCURRENCY,
 ) -> tuple[list[bytes], float, int]:
     """Create ``count`` partition-state keys in one ``commit``; return keys, seconds, txns."""
     keys = [keyspace.partition_state(topic, p) for p in range(count)]
     value = state_value(0)
     writes = [Write(k, value, 0) for k in keys]
     with Timer() as t:
-        result = await commit(client, fence, writes, concurrency=BULK_CONCURRENCY)
+        result = await commit(client, fence, writes, concurrency=concurrency)
     if len(result.revisions) != count:
         raise RuntimeError(f"bulk create wrote {len(result.revisions)} of {count} keys")
     return keys, t.elapsed_s, result.transactions
+
+
+class RenewalRounds:
+    """Lease renewals while something else runs: ``RENEWED_LEASES`` leases renewed in one
+    round (``BatchedKeepAlive``, as the agent and the simulation renew), a round every
+    ``RENEWAL_PAUSE_S``, each round timed. etcd's leader answers a renewal only once it has
+    applied every entry committed before it, so these rounds show how far behind its applies
+    run while the writes go on."""
+
+    def __init__(self, endpoints: list[str], leases: list[int]) -> None:
+        self._keeper = BatchedKeepAlive(endpoints)
+        self._leases = leases
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="renewal-rounds", daemon=True)
+        self.seconds: list[float] = []
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self._keeper.keep_alive(self._leases, timeout=10.0)
+            self.seconds.append(time.monotonic() - started)
+            self._stop.wait(RENEWAL_PAUSE_S)
+
+    def __enter__(self) -> RenewalRounds:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._keeper.close()
+
+    def summary(self) -> str:
+        ms = sorted(x * 1000 for x in self.seconds)
+        if not ms:
+            return "no renewal round finished"
+        p50, p99 = ms[len(ms) // 2], ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+        return (
+            f"renewal rounds meanwhile ({len(self._leases)} leases, {len(ms)} rounds): "
+            f"p50 {p50:,.1f} ms, p99 {p99:,.1f} ms, max {ms[-1]:,.1f} ms"
+        )
 
 
 async def measure_gets(
@@ -222,12 +284,24 @@ async def run(ctx: RunContext) -> list[Result]:
                 load = await measure_fenced_txns(client, keyspace, fence, in_flight=n, **timing)
                 write_rows.append(Row(f"fenced txn, {size} puts, {n} in flight", load.figures()))
             count = knobs.range_keys
-            keys, seconds, txns = await bulk_create(client, keyspace, fence, "bench-range", count)
-            bulk = {"ops_per_s": count / seconds, "calls_per_s": txns / seconds}
-            write_rows.append(
-                Row(f"bulk create {count:,} keys, {BULK_CONCURRENCY} in flight", bulk,
-                    note=f"one commit() call, {txns} txns, {seconds:.2f}s")
-            )  # fmt: skip
+            leases = [await client.lease_grant(30) for _ in range(RENEWED_LEASES)]
+            keys: list[bytes] = []
+            # A failure's commits (the default in flight), then a creation's.
+            for topic, in_flight in (
+                ("bench-range", BULK_CONCURRENCY),
+                ("bench-created", CREATION_COMMIT_CONCURRENCY),
+            ):
+                with RenewalRounds(server.endpoints, leases) as rounds:
+                    created, seconds, txns = await bulk_create(
+                        client, keyspace, fence, topic, count, concurrency=in_flight
+                    )
+                keys = keys or created
+                bulk = {"ops_per_s": count / seconds, "calls_per_s": txns / seconds}
+                write_rows.append(
+                    Row(f"bulk create {count:,} keys, {in_flight} in flight", bulk,
+                        note=f"one commit() call, {txns} txns, {seconds:.2f}s; "
+                        + rounds.summary())
+                )  # fmt: skip
             read_rows = [Row(GET_BASELINE, (await measure_gets(client, keys, **timing)).figures())]
             prefix = keyspace.partition_states_prefix("bench-range")
             for page in PAGE_SIZES:

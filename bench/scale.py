@@ -29,6 +29,7 @@ RSS (all processes). Sizes: ``LEASEHOLD_BENCH_SCALE=100x100000,1000x100000`` (de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -37,7 +38,7 @@ from pathlib import Path
 from bench.framework import BenchSuite, Column, Result, Row, RunContext
 from bench.observe import active_controller, controller_epoch, wait_record, watch_until
 from bench.scenario import Layout, Scenario, Sizing, requests_answered, write_topics
-from bench.sim_fleet import Fleet, FleetProcess, rss_bytes, split_ids
+from bench.sim_fleet import Fleet, FleetProcess, fleet_niceness, rss_bytes, split_ids
 
 SIZES_ENV = "LEASEHOLD_BENCH_SCALE"
 DEFAULT_SIZES = "100x10000"  # the largest size this 2-core machine carried (bench/README.md)
@@ -46,9 +47,10 @@ PER_PROCESS_ENV = "LEASEHOLD_BENCH_SCALE_PER_PROCESS"
 CONFIRM_ENV = "LEASEHOLD_BENCH_SCALE_CONFIRM"  # set: the plaintext broker's etcd confirmations
 # The simulation processes' CPU niceness (default 0, as every figure in bench/README.md was
 # taken). On a real cluster brokers never take CPU from etcd or the controllers; here they share
-# 2 cores, and at 1,000 x 1,000,000 a fleet busy with its UpdateMetadata left etcd's applies
-# (and with them every lease renewal) seconds late. A positive value runs etcd and the
-# controllers first; the brokers, their own lease renewals included, take what CPU is left.
+# 2 cores. A positive value runs etcd and the controllers first; the brokers, their own lease
+# renewals included, take what CPU is left (``sim_fleet.fleet_niceness``: with the kernel's
+# autogroups it is the benchmark session's group that is niced, a process's own niceness
+# counting only within its session).
 NICE_ENV = "LEASEHOLD_BENCH_SCALE_NICE"
 # Simulated brokers per process: they share one lease-renewal thread, and each UpdateMetadata
 # body is decoded once per process (``simulation.sharing``), so more to a process costs less
@@ -299,7 +301,9 @@ async def one_size(
                 for g in groups
             ]
         )
+        niceness = contextlib.ExitStack()
         try:
+            fleet_nice = niceness.enter_context(fleet_niceness(nice))
 
             async def told(count: int) -> None:  # every broker so far knows every other
                 await until(fleet, lambda st: all(s["live_brokers"] == count for s in st), "live")
@@ -337,6 +341,7 @@ async def one_size(
             losses = sc.lease_losses()
         finally:
             fleet.close()
+            niceness.close()
         sim_losses = fleet.log_count(LOST)
         late = fleet.log_count("lease renewed late")
     fence = (
@@ -349,7 +354,7 @@ async def one_size(
         mem,
         [
             f"{per} simulated brokers per process; fence: {fence}"
-            + (f"; simulation processes at niceness {nice}" if nice else ""),
+            + (f"; simulation processes at {fleet_nice}" if nice else ""),
             f"etcd sessions lost: controllers {losses}, simulated brokers {sim_losses} "
             f"(renewals late: {late}); {load_average()} at the end",
             *([stopped_by] if stopped_by else []),

@@ -15,13 +15,40 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 READY_TIMEOUT_S = 600.0
 START_WAVE = 4
 EXIT_TIMEOUT_S = 60.0
+
+
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+@contextlib.contextmanager
+def fleet_niceness(nice: int) -> Iterator[str]:
+    """Within: the simulation processes (started from this process, in its session) run at
+    CPU niceness ``nice`` against etcd and the controllers; yields how. With the kernel's
+    autogroups (``/proc/sys/kernel/sched_autogroup_enabled``) CPU is shared between sessions
+    first, and etcd and each controller run in sessions of their own, so a process's own
+    niceness only orders it against its own session: the session's group is given the
+    niceness (and given back its own after). Each process is also started under ``nice``
+    (``FleetProcess.nice``), which is what counts without autogroups."""
+    if not nice:
+        yield "niceness 0"
+        return
+    try:
+        before = int(AUTOGROUP.read_text().split()[-1])
+        AUTOGROUP.write_text(str(nice))
+    except (OSError, ValueError, IndexError):  # no autogroups here
+        yield f"niceness {nice} (no autogroups)"
+        return
+    try:
+        yield f"niceness {nice} (the session's autogroup, this process included)"
+    finally:
+        AUTOGROUP.write_text(str(before))
 
 
 def rss_bytes(pid: int) -> int:

@@ -24,7 +24,16 @@ from leasehold.etcd.client import (
     op_get,
     op_put,
 )
-from leasehold.etcd.fenced import MAX_TXN_OPS, CommitResult, Fence, FencedError, Write, commit
+from leasehold.etcd.fenced import (
+    COMMIT_CONCURRENCY,
+    CREATION_COMMIT_CONCURRENCY,
+    MAX_TXN_OPS,
+    CommitResult,
+    Fence,
+    FencedError,
+    Write,
+    commit,
+)
 from leasehold.etcd.keys import Keyspace
 from services.controller import codec
 from services.controller.core import StateChangePlan, TopicPartition
@@ -118,12 +127,14 @@ class ControllerStore:
         self.fence = None
 
     # ---- fenced commits --------------------------------------------------------------------
-    async def commit(self, writes: Sequence[Write]) -> CommitResult:
+    async def commit(
+        self, writes: Sequence[Write], *, concurrency: int = COMMIT_CONCURRENCY
+    ) -> CommitResult:
         if self.fence is None:
             raise FencedError("not the active controller: no fence installed")
         if not writes:
             return CommitResult()
-        result = await commit(self.client, self.fence, writes)
+        result = await commit(self.client, self.fence, writes, concurrency=concurrency)
         self.stats.commits += 1
         self.stats.transactions += result.transactions
         self.stats.writes += len(writes)
@@ -150,7 +161,12 @@ class ControllerStore:
                     0 if w.create else w.expected_partition_epoch,
                 )
             )
-        result = await self.commit(writes)
+        # A plan that only creates partition states goes with few transactions in flight, so
+        # that etcd's queue, which every lease renewal waits behind, stays short.
+        creating = all(w.create for w in plan.writes)
+        result = await self.commit(
+            writes, concurrency=CREATION_COMMIT_CONCURRENCY if creating else COMMIT_CONCURRENCY
+        )
         return PlanCommit(
             epochs={keys[k]: rev for k, rev in result.revisions.items()},
             stale=tuple(sorted(keys[k] for k in result.stale)),

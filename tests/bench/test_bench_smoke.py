@@ -42,6 +42,7 @@ EXPECTED_ROWS = {
         "fenced txn, 126 puts, 16 in flight",
         "fenced txn, 126 puts, 64 in flight",
         "bulk create 3,000 keys, 64 in flight",
+        "bulk create 3,000 keys, 4 in flight",
         "get, 1 key, 1 in flight",
         "range_prefix 3,000 keys, pages of 1,000",
         "range_prefix 3,000 keys, pages of 10,000",

@@ -1,0 +1,43 @@
+"""``sim_fleet.fleet_niceness``: the benchmark session's autogroup is niced while the fleet runs
+and given back its niceness after; without autogroups it says so and changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import sim_fleet
+
+
+def test_the_session_group_is_niced_then_restored(tmp_path, monkeypatch) -> None:
+    group = tmp_path / "autogroup"
+    group.write_text("/autogroup-7 nice 3\n")
+    monkeypatch.setattr(sim_fleet, "AUTOGROUP", group)
+    with sim_fleet.fleet_niceness(10) as how:
+        assert group.read_text() == "10"
+        assert how == "niceness 10 (the session's autogroup, this process included)"
+    assert group.read_text() == "3"
+
+
+def test_restored_when_the_run_fails(tmp_path, monkeypatch) -> None:
+    group = tmp_path / "autogroup"
+    group.write_text("/autogroup-7 nice 0\n")
+    monkeypatch.setattr(sim_fleet, "AUTOGROUP", group)
+    with pytest.raises(RuntimeError), sim_fleet.fleet_niceness(19):
+        raise RuntimeError("the size failed")
+    assert group.read_text() == "0"
+
+
+def test_without_autogroups_nothing_is_written(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(sim_fleet, "AUTOGROUP", tmp_path / "absent")
+    with sim_fleet.fleet_niceness(10) as how:
+        assert how == "niceness 10 (no autogroups)"
+    assert not (tmp_path / "absent").exists()
+
+
+def test_niceness_zero_touches_nothing(tmp_path, monkeypatch) -> None:
+    group = tmp_path / "autogroup"
+    group.write_text("/autogroup-7 nice 5\n")
+    monkeypatch.setattr(sim_fleet, "AUTOGROUP", group)
+    with sim_fleet.fleet_niceness(0) as how:
+        assert how == "niceness 0"
+    assert group.read_text() == "/autogroup-7 nice 5\n"
