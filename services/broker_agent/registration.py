@@ -24,6 +24,9 @@ from services.broker_agent.model import Endpoint
 
 log = logging.getLogger(__name__)
 
+# First registrations tried when each one's session expires before its key is written.
+REGISTER_ATTEMPTS = 3
+
 
 class BrokerIdInUseError(RuntimeError):
     """Another live process holds this broker id."""
@@ -87,8 +90,23 @@ class Registration:
         return result.revision
 
     async def register(self) -> int:
-        """First registration at start; raises BrokerIdInUseError if the id is live elsewhere."""
-        epoch = await self._try_register()
+        """First registration at start; raises BrokerIdInUseError if the id is live elsewhere.
+
+        A session whose lease expired before its key was written (the process went a TTL
+        without the CPU to renew it, as a starting broker on a loaded host can) is not the
+        id being in use: it is replaced by a new one and the key tried again, up to
+        ``REGISTER_ATTEMPTS`` times."""
+        for attempt in range(1, REGISTER_ATTEMPTS + 1):
+            try:
+                epoch = await self._try_register()
+                break
+            except EtcdError as exc:
+                if "lease not found" not in str(exc) or attempt == REGISTER_ATTEMPTS:
+                    raise
+                log.warning(
+                    "registration's session expired before its key was written; again",
+                    extra={"broker_id": self.endpoint.broker_id, "attempt": attempt},
+                )
         if epoch is None:
             raise BrokerIdInUseError(
                 f"broker id {self.endpoint.broker_id} is registered by a live broker "

@@ -9,7 +9,8 @@ import pytest
 from broker_harness import leader_and_isr, partition_state, start_broker
 
 from leasehold.metadata.v1 import metadata_pb2
-from services.broker_agent.model import Code
+from services.broker_agent import registration
+from services.broker_agent.model import Code, Endpoint
 from services.broker_agent.registration import BrokerIdInUseError
 
 
@@ -68,3 +69,27 @@ async def test_stopping_revokes_the_registration(etcd_endpoint, etcd, keyspace, 
     assert await etcd.get(keyspace.broker(5)) is not None
     await b.stop()
     assert await etcd.get(keyspace.broker(5)) is None
+
+
+async def test_a_session_expired_before_its_key_is_written_is_replaced(etcd, keyspace, monkeypatch):
+    """A starting broker whose lease expires between its grant and its key's write (a TTL
+    without CPU) registers with a new session rather than failing its start."""
+    expired: list[int] = []
+    real_start = registration.Session.start
+
+    async def start_then_expire(self):
+        started = await real_start(self)
+        if not expired:  # the first session only, as if its TTL passed unrenewed
+            expired.append(self.lease_id)
+            await etcd.lease_revoke(self.lease_id)
+        return started
+
+    monkeypatch.setattr(registration.Session, "start", start_then_expire)
+    reg = registration.Registration(etcd, keyspace, Endpoint(9, "127.0.0.1", 1, ""), 3)
+    try:
+        epoch = await reg.register()
+        kv = await etcd.get(keyspace.broker(9))
+        assert kv is not None and kv.create_revision == epoch == reg.epoch
+        assert kv.lease == reg.session.lease_id != expired[0]
+    finally:
+        await reg.close()
