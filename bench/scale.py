@@ -38,7 +38,14 @@ from pathlib import Path
 from bench.framework import BenchSuite, Column, Result, Row, RunContext
 from bench.observe import active_controller, controller_epoch, wait_record, watch_until
 from bench.scenario import Layout, Scenario, Sizing, requests_answered, write_topics
-from bench.sim_fleet import Fleet, FleetProcess, fleet_niceness, rss_bytes, split_ids
+from bench.sim_fleet import (
+    Fleet,
+    FleetProcess,
+    fleet_niceness,
+    realtime,
+    rss_bytes,
+    split_ids,
+)
 
 SIZES_ENV = "LEASEHOLD_BENCH_SCALE"
 DEFAULT_SIZES = "100x10000"  # the largest size this 2-core machine carried (bench/README.md)
@@ -52,6 +59,12 @@ CONFIRM_ENV = "LEASEHOLD_BENCH_SCALE_CONFIRM"  # set: the plaintext broker's etc
 # autogroups it is the benchmark session's group that is niced, a process's own niceness
 # counting only within its session).
 NICE_ENV = "LEASEHOLD_BENCH_SCALE_NICE"
+# Set: etcd runs under the real-time round-robin policy (``sim_fleet.realtime``), as a stand-in
+# for the machine of its own it has in a real cluster. Shared equally, its applies waited behind
+# the fleet's and controllers' runnable threads for the CPU (0.1-0.8 s a 126-put transaction at
+# 1,000 x 1,000,000, where the same transaction takes ~3 ms on the idle machine, while etcd used
+# under a tenth of a core), and every lease renewal waited behind the applies. Off by default.
+ETCD_REALTIME_ENV = "LEASEHOLD_BENCH_SCALE_ETCD_REALTIME"
 # Simulated brokers per process: they share one lease-renewal thread, and each UpdateMetadata
 # body is decoded once per process (``simulation.sharing``), so more to a process costs less
 # memory, decoding and idle CPU (1,000 idle brokers: 79% of a core at 20 a process, 57% at
@@ -283,6 +296,10 @@ async def one_size(
     rows: list[Row] = []
     async with Scenario(controllers=2, brokers=0, sizing=Sizing.of(partitions)) as sc:
         await sc.start_services()
+        etcd_realtime = bool(os.environ.get(ETCD_REALTIME_ENV))
+        if etcd_realtime:
+            assert sc.cluster.etcd.pid is not None
+            realtime(sc.cluster.etcd.pid)
         per = 5 if quick else int(os.environ.get(PER_PROCESS_ENV, PER_PROCESS))
         confirm = bool(os.environ.get(CONFIRM_ENV))
         nice = int(os.environ.get(NICE_ENV, "0"))
@@ -354,7 +371,8 @@ async def one_size(
         mem,
         [
             f"{per} simulated brokers per process; fence: {fence}"
-            + (f"; simulation processes at {fleet_nice}" if nice else ""),
+            + (f"; simulation processes at {fleet_nice}" if nice else "")
+            + ("; etcd at real-time priority (SCHED_RR 1)" if etcd_realtime else ""),
             f"etcd sessions lost: controllers {losses}, simulated brokers {sim_losses} "
             f"(renewals late: {late}); {load_average()} at the end",
             *([stopped_by] if stopped_by else []),

@@ -1,7 +1,12 @@
 """``sim_fleet.fleet_niceness``: the benchmark session's autogroup is niced while the fleet runs
-and given back its niceness after; without autogroups it says so and changes nothing."""
+and given back its niceness after; without autogroups it says so and changes nothing.
+``sim_fleet.realtime``: every thread of a process under the real-time round-robin policy."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -41,3 +46,23 @@ def test_niceness_zero_touches_nothing(tmp_path, monkeypatch) -> None:
     with sim_fleet.fleet_niceness(0) as how:
         assert how == "niceness 0"
     assert group.read_text() == "/autogroup-7 nice 5\n"
+
+
+def test_realtime_sets_every_thread_of_the_process() -> None:
+    code = (
+        "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); "
+        "print(1, flush=True); time.sleep(30)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "1"
+        try:
+            count = sim_fleet.realtime(child.pid)
+        except PermissionError:
+            pytest.skip("no permission to set a real-time policy here")
+        tasks = os.listdir(f"/proc/{child.pid}/task")
+        assert count == len(tasks) == 2
+        assert all(os.sched_getscheduler(int(t)) == os.SCHED_RR for t in tasks)
+    finally:
+        child.kill()
+        child.wait()
