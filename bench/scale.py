@@ -35,7 +35,7 @@ import signal
 import time
 from pathlib import Path
 
-from bench.framework import BenchSuite, Column, Result, Row, RunContext
+from bench.framework import BenchSuite, Column, Result, Row, RunContext, filesystem_of
 from bench.observe import active_controller, controller_epoch, wait_record, watch_until
 from bench.scenario import Layout, Scenario, Sizing, requests_answered, write_topics
 from bench.sim_fleet import (
@@ -297,6 +297,7 @@ async def one_size(
     async with Scenario(controllers=2, brokers=0, sizing=Sizing.of(partitions)) as sc:
         await sc.start_services()
         etcd_realtime = bool(os.environ.get(ETCD_REALTIME_ENV))
+        etcd_filesystem = filesystem_of(sc.cluster.etcd.data_dir or ".")
         if etcd_realtime:
             assert sc.cluster.etcd.pid is not None
             realtime(sc.cluster.etcd.pid)
@@ -372,7 +373,8 @@ async def one_size(
         [
             f"{per} simulated brokers per process; fence: {fence}"
             + (f"; simulation processes at {fleet_nice}" if nice else "")
-            + ("; etcd at real-time priority (SCHED_RR 1)" if etcd_realtime else ""),
+            + ("; etcd at real-time priority (SCHED_RR 1)" if etcd_realtime else "")
+            + f"; etcd data and the cluster's logs on {etcd_filesystem}",
             f"etcd sessions lost: controllers {losses}, simulated brokers {sim_losses} "
             f"(renewals late: {late}); {load_average()} at the end",
             *([stopped_by] if stopped_by else []),
