@@ -62,7 +62,7 @@ NICE_ENV = "LEASEHOLD_BENCH_SCALE_NICE"
 # Set: etcd runs under the real-time round-robin policy (``sim_fleet.realtime``), as a stand-in
 # for the machine of its own it has in a real cluster. Shared equally, its applies waited behind
 # the fleet's and controllers' runnable threads for the CPU (0.1-0.8 s a 126-put transaction at
-# 1,000 x 1,000,000, where the same transaction takes ~3 ms on the idle machine, while etcd used
+# 1,000 x 1,000,000, where one such transaction takes ~4 ms on the idle machine, round trip, while etcd used
 # under a tenth of a core), and every lease renewal waited behind the applies. Off by default.
 ETCD_REALTIME_ENV = "LEASEHOLD_BENCH_SCALE_ETCD_REALTIME"
 # Simulated brokers per process: they share one lease-renewal thread, and each UpdateMetadata

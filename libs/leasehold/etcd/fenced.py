@@ -56,7 +56,7 @@ COMMIT_CONCURRENCY = 64
 # and needs far fewer writes a second than etcd takes with this many in flight
 # (``bench.raw_etcd``, 100,000 keys on the idle machine: 43,000 writes a second at 4 in flight,
 # 61,000 at 64; renewals meanwhile p99 39 ms at 4, 62 ms at 64; the controller creates
-# 1,200-3,000 partitions a second).
+# 1,200-3,300 partitions a second).
 CREATION_COMMIT_CONCURRENCY = 4
 _OP_OVERHEAD = 32  # protobuf framing per op, generous
 
