@@ -62,9 +62,31 @@ NICE_ENV = "LEASEHOLD_BENCH_SCALE_NICE"
 # Set: etcd runs under the real-time round-robin policy (``sim_fleet.realtime``), as a stand-in
 # for the machine of its own it has in a real cluster. Shared equally, its applies waited behind
 # the fleet's and controllers' runnable threads for the CPU (0.1-0.8 s a 126-put transaction at
-# 1,000 x 1,000,000, where one such transaction takes ~4 ms on the idle machine, round trip, while etcd used
-# under a tenth of a core), and every lease renewal waited behind the applies. Off by default.
+# 1,000 x 1,000,000, ~4 ms round trip on the idle machine, while etcd used under a tenth of a
+# core), and every lease renewal waited behind the applies. Off by default.
 ETCD_REALTIME_ENV = "LEASEHOLD_BENCH_SCALE_ETCD_REALTIME"
+# Set: both controllers (restarted ones again) under the real-time policy too, below etcd,
+# standing for machines of their own. Off by default.
+CONTROLLERS_REALTIME_ENV = "LEASEHOLD_BENCH_SCALE_CONTROLLERS_REALTIME"
+
+
+def prioritize(sc: Scenario) -> list[str]:
+    """etcd and the controllers under the real-time policy, as the environment asks (etcd
+    above the controllers); what was set, for the notes. Called again after a controller
+    restarts."""
+    done = []
+    if os.environ.get(ETCD_REALTIME_ENV):
+        assert sc.cluster.etcd.pid is not None
+        realtime(sc.cluster.etcd.pid, priority=2)
+        done.append("etcd")
+    if os.environ.get(CONTROLLERS_REALTIME_ENV):
+        for proc in sc.cluster.controllers.values():
+            if proc.pid is not None and proc.alive():
+                realtime(proc.pid, priority=1)
+        done.append("controllers")
+    return done
+
+
 # Simulated brokers per process: they share one lease-renewal thread, and each UpdateMetadata
 # body is decoded once per process (``simulation.sharing``), so more to a process costs less
 # memory, decoding and idle CPU (1,000 idle brokers: 79% of a core at 20 a process, 57% at
@@ -185,6 +207,7 @@ async def controller_failover(
     await requests_answered(survivor, timeout=WAIT_S)
     done = await fleet.stats()
     await sc.restart_controller(old_id)
+    prioritize(sc)
     return {
         "from_fault_ms": (told - killed) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
@@ -239,6 +262,7 @@ async def full_metadata_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]
     sc.cluster.controllers[standby].env["LEASEHOLD_DELIVERY"] = "full"
     sc.signal_controller(standby, signal.SIGTERM)
     await sc.restart_controller(standby)
+    prioritize(sc)
     await quiet(sc)
     # The last row: a session lost under the full path's load is reported, not a stop.
     return await controller_failover(sc, fleet, stop_on_loss=False)
@@ -296,11 +320,8 @@ async def one_size(
     rows: list[Row] = []
     async with Scenario(controllers=2, brokers=0, sizing=Sizing.of(partitions)) as sc:
         await sc.start_services()
-        etcd_realtime = bool(os.environ.get(ETCD_REALTIME_ENV))
+        prioritized = prioritize(sc)
         etcd_filesystem = filesystem_of(sc.cluster.etcd.data_dir or ".")
-        if etcd_realtime:
-            assert sc.cluster.etcd.pid is not None
-            realtime(sc.cluster.etcd.pid)
         per = 5 if quick else int(os.environ.get(PER_PROCESS_ENV, PER_PROCESS))
         confirm = bool(os.environ.get(CONFIRM_ENV))
         nice = int(os.environ.get(NICE_ENV, "0"))
@@ -373,7 +394,11 @@ async def one_size(
         [
             f"{per} simulated brokers per process; fence: {fence}"
             + (f"; simulation processes at {fleet_nice}" if nice else "")
-            + ("; etcd at real-time priority (SCHED_RR 1)" if etcd_realtime else "")
+            + (
+                f"; {' and '.join(prioritized)} at real-time priority (SCHED_RR)"
+                if prioritized
+                else ""
+            )
             + f"; etcd data and the cluster's logs on {etcd_filesystem}",
             f"etcd sessions lost: controllers {losses}, simulated brokers {sim_losses} "
             f"(renewals late: {late}); {load_average()} at the end",
