@@ -40,6 +40,7 @@ class SuiteEntry:
 SUITES: tuple[SuiteEntry, ...] = (
     SuiteEntry("raw_etcd", "bench.raw_etcd"),
     SuiteEntry("raw_grpc", "bench.raw_grpc"),
+    SuiteEntry("fanout", "bench.fanout"),
     SuiteEntry("controller_failover", "bench.controller_failover"),
     SuiteEntry("controlled_shutdown", "bench.controlled_shutdown"),
     SuiteEntry("broker_failure", "bench.broker_failure"),

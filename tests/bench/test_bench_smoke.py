@@ -32,6 +32,11 @@ EXPECTED = {
     "raw_grpc": {
         "gRPC aio echo, server in a separate process": "unary, 1 in flight",
     },
+    "fanout": {
+        "one request to each of 50 brokers, until all answered": (
+            "raw gRPC aio, 50 channels, calls gathered"
+        ),
+    },
 }
 EXPECTED_ROWS = {
     "raw_etcd": {
@@ -52,6 +57,10 @@ EXPECTED_ROWS = {
         "unary, 16 in flight",
         "bidi stream, ping-pong",
         "bidi stream, pipelined",
+    },
+    "fanout": {
+        "raw gRPC aio, 50 channels, calls gathered",
+        "controller channel manager, 50 brokers",
     },
 }
 

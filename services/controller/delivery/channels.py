@@ -493,16 +493,7 @@ class ControllerChannelManager:
         while True:
             batch: _Batch = await broker.queue.get()
             broker.sending += 1
-            first = batch.requests[0][1]
-            with telemetry.span(
-                "controller.broker_requests",
-                parent=batch.parent,
-                broker_id=broker.info.id,
-                broker_epoch=getattr(first, "broker_epoch", None),
-                controller_epoch=getattr(first, "controller_epoch", None),
-                requests=",".join(k for k, _ in batch.requests),
-                partition_count=sum(_partitions(r) for _, r in batch.requests),
-            ) as span:
+            with _batch_span(broker, batch) as span:
                 attempts = 0
                 last = len(batch.requests) - 1
                 for i, (kind, queued) in enumerate(batch.requests):
@@ -526,7 +517,8 @@ class ControllerChannelManager:
                                 kind,
                                 broker.info.id,
                             )
-                span.set_attributes(telemetry.attrs(attempts=attempts))
+                if span is not None:
+                    span.set_attributes(telemetry.attrs(attempts=attempts))
             broker.finished += 1
             broker.progress.set()
 
@@ -594,6 +586,26 @@ class ControllerChannelManager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await b.task
             await b.channel.close()
+
+
+def _batch_span(broker: _Broker, batch: _Batch) -> contextlib.AbstractContextManager:
+    """The span a batch is sent under; none (a null context giving None) when tracing is off
+    and the batch was queued outside any trace. A no-op span there would record nothing and
+    hand nothing on (no client interceptors without tracing), yet its context switch and
+    attributes cost ~0.1 ms a batch, a tenth of a second for each change told to a thousand
+    brokers."""
+    if batch.parent is None and not telemetry.enabled():
+        return contextlib.nullcontext()
+    first = batch.requests[0][1]
+    return telemetry.span(
+        "controller.broker_requests",
+        parent=batch.parent,
+        broker_id=broker.info.id,
+        broker_epoch=getattr(first, "broker_epoch", None),
+        controller_epoch=getattr(first, "controller_epoch", None),
+        requests=",".join(k for k, _ in batch.requests),
+        partition_count=sum(_partitions(r) for _, r in batch.requests),
+    )
 
 
 def _body_key(states: tuple, batch_states: tuple | None) -> object:

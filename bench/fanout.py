@@ -1,0 +1,201 @@
+"""A change told to many brokers: what one request to each costs the controller's process.
+
+Every change a controller decides reaches brokers as one control request each (Kafka's
+ControllerChannelManager does the same), so at a thousand brokers a failover, a broker failure
+or a shutdown costs the controller a thousand gRPC calls. This suite times that fan-out alone:
+a server in another process answers every BrokerControlService call at once (no broker work),
+and this process sends one small UpdateMetadata to each of B "brokers", each over a channel of
+its own (a connection each, as to real brokers), until all have answered; repeated.
+
+- **raw gRPC aio** (the baseline): B pre-built calls gathered, no queue, no retry;
+- **the controller's channel manager** (``ControllerChannelManager``): the request queued to
+  each broker's sender task, as a controller batch is, sent and answered through the same path
+  a controller uses (its queue, retry loop, response callback and progress marks), until
+  ``wait_answered``.
+
+Figures: a round's wall time (the server's share of the 2 cores included) and this process's
+CPU per broker a round (``process_time``: gRPC's own threads included). The difference between
+the two rows is the delivery layer's own cost; the baseline is what gRPC in Python costs by
+itself, the floor any fan-out from one process pays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from multiprocessing.connection import Connection
+
+import grpc
+
+from bench.framework import (
+    BenchSuite,
+    Column,
+    Result,
+    Row,
+    RunContext,
+    child_process,
+    wait_for_stop,
+)
+from leasehold.broker.v1 import control_pb2
+from services.controller.core import BrokerInfo
+from services.controller.delivery import wire
+from services.controller.delivery.channels import (
+    UPDATE_METADATA,
+    ChannelSettings,
+    ControllerChannelManager,
+)
+
+SERVICE = control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
+_ANSWERS = {
+    "LeaderAndIsr": control_pb2.LeaderAndIsrResponse(),
+    "UpdateMetadata": control_pb2.UpdateMetadataResponse(),
+    "StopReplica": control_pb2.StopReplicaResponse(),
+}
+WARMUP_ROUNDS = 2  # the first connects every channel
+
+
+def _answer(response: bytes) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+    async def handle(_request: bytes, _context: grpc.aio.ServicerContext) -> bytes:
+        return response
+
+    return handle
+
+
+async def _serve(conn: Connection) -> None:
+    server = grpc.aio.server()
+    handlers = {
+        kind: grpc.unary_unary_rpc_method_handler(_answer(answer.SerializeToString()))
+        for kind, answer in _ANSWERS.items()
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    conn.send(port)
+    try:
+        await asyncio.to_thread(wait_for_stop, conn)
+    finally:
+        await server.stop(0)
+
+
+def serve_brokers(conn: Connection) -> None:
+    """Child-process entry point: answer every control call until told to stop."""
+    asyncio.run(_serve(conn))
+
+
+def _request() -> wire.EncodedRequest:
+    """A small UpdateMetadata in the controller's pre-encoded form (one partition's change)."""
+    body = control_pb2.UpdateMetadataRequest(controller_id=1, controller_epoch=2)
+    return wire.EncodedRequest((body.SerializeToString(),), 1, 2, 0, 1)
+
+
+async def _rounds(
+    one_round: Callable[[], Awaitable[None]], rounds: int
+) -> tuple[list[float], float]:
+    """Each measured round's wall seconds, and this process's CPU seconds over all of them."""
+    for _ in range(WARMUP_ROUNDS):
+        await one_round()
+    walls = []
+    cpu_before = time.process_time()
+    for _ in range(rounds):
+        started = time.perf_counter()
+        await one_round()
+        walls.append(time.perf_counter() - started)
+    return walls, time.process_time() - cpu_before
+
+
+async def raw_fanout(port: int, brokers: int, rounds: int) -> tuple[list[float], float]:
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(brokers)]
+    payload = _request().payload
+    calls = [
+        c.unary_unary(
+            f"/{SERVICE}/{UPDATE_METADATA}",
+            response_deserializer=control_pb2.UpdateMetadataResponse.FromString,
+        )
+        for c in channels
+    ]
+
+    async def one_round() -> None:
+        await asyncio.gather(*(call(payload, timeout=30) for call in calls))
+
+    try:
+        return await _rounds(one_round, rounds)
+    finally:
+        for c in channels:
+            await c.close()
+
+
+async def manager_fanout(port: int, brokers: int, rounds: int) -> tuple[list[float], float]:
+    answered = 0
+
+    def on_response(*_args: object) -> None:
+        nonlocal answered
+        answered += 1
+
+    manager = ControllerChannelManager(ChannelSettings("127.0.0.1", 1), on_response)
+    for broker_id in range(1, brokers + 1):
+        manager.add_broker(BrokerInfo(broker_id, "127.0.0.1", port))
+    request = _request()
+
+    async def one_round() -> None:
+        for broker_id in range(1, brokers + 1):
+            manager.queue(broker_id, ((UPDATE_METADATA, request),))
+        if not await manager.wait_answered(60):
+            raise TimeoutError("brokers did not answer within 60 s")
+
+    try:
+        walls, cpu = await _rounds(one_round, rounds)
+    finally:
+        await manager.close()
+    if answered != brokers * (rounds + WARMUP_ROUNDS):
+        raise RuntimeError(f"{answered} answers for {brokers} brokers x {rounds} rounds")
+    return walls, cpu
+
+
+def _figures(brokers: int, walls: list[float], cpu_s: float) -> dict[str, float]:
+    median = statistics.median(walls)
+    return {
+        "round_ms": median * 1e3,
+        "brokers_per_s": brokers / median,
+        "cpu_us_per_broker": cpu_s / (len(walls) * brokers) * 1e6,
+    }
+
+
+COLUMNS = (
+    Column("round_ms", "round ms (median)", ",.1f"),
+    Column("brokers_per_s", "brokers told/s"),
+    Column("cpu_us_per_broker", "CPU us a broker"),
+)
+
+
+async def run(ctx: RunContext) -> list[Result]:
+    brokers = ctx.pick(1_000, 50)
+    rounds = ctx.pick(20, 3)
+    baseline = f"raw gRPC aio, {brokers:,} channels, calls gathered"
+    with child_process(serve_brokers, name="control-answerer") as server:
+        raw = await raw_fanout(server.ready, brokers, rounds)
+        managed = await manager_fanout(server.ready, brokers, rounds)
+    rows = (
+        Row(baseline, _figures(brokers, *raw)),
+        Row(f"controller channel manager, {brokers:,} brokers", _figures(brokers, *managed)),
+    )
+    return [
+        Result(
+            f"one request to each of {brokers:,} brokers, until all answered",
+            COLUMNS,
+            rows,
+            baseline=baseline,
+            ratio_of="brokers_per_s",
+            notes=(
+                f"{rounds} rounds after {WARMUP_ROUNDS} warm-up; a small pre-encoded "
+                "UpdateMetadata; every answer from one server process on loopback, which "
+                "shares the 2 cores (the round's wall includes its work)",
+                "CPU: this process's, gRPC's threads included, per broker per round; tracing off "
+                "(the default)",
+            ),
+        )
+    ]
+
+
+SUITE = BenchSuite("fanout", "a change told to many brokers: raw gRPC vs the controller", run)
