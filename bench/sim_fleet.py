@@ -52,14 +52,20 @@ def fleet_niceness(nice: int) -> Iterator[str]:
 
 
 def realtime(pid: int, priority: int = 1) -> int:
-    """Every thread of process ``pid`` under the round-robin real-time policy at ``priority``
-    (threads it starts later inherit it): it runs as soon as it is runnable, ahead of every
-    normal process, within the kernel's real-time share (``sched_rt_runtime_us``, 95%).
-    Returns the threads set."""
+    """Every thread of process ``pid`` and of its child processes (a service's lease renewal
+    process) under the round-robin real-time policy at ``priority`` (threads and processes
+    started later inherit it): they run as soon as they are runnable, ahead of every normal
+    process, within the kernel's real-time share (``sched_rt_runtime_us``, 95%). Returns the
+    threads set."""
     tasks = os.listdir(f"/proc/{pid}/task")
+    children: list[int] = []
     for task in tasks:
         os.sched_setscheduler(int(task), os.SCHED_RR, os.sched_param(priority))
-    return len(tasks)
+        with contextlib.suppress(OSError):
+            children += [
+                int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+            ]
+    return len(tasks) + sum(realtime(child, priority) for child in children)
 
 
 def rss_bytes(pid: int) -> int:

@@ -28,6 +28,7 @@ log = logging.getLogger("services.broker_agent")
 async def serve(config: BrokerConfig) -> None:
     agent = BrokerAgent(config)
     agent.heap.enabled = True  # a process-wide collector setting: only in the process's main
+    agent.renew_in_child = True  # the session's renewals in a process of its own
     runner: ServiceRunner
 
     async def on_start() -> None:

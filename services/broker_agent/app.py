@@ -21,6 +21,7 @@ import grpc
 from leasehold import metrics as metrics_server
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.renewal_process import RenewalProcess
 from leasehold.group.v1 import group_pb2_grpc
 from leasehold.heap import HeapFreezer
 from services.broker_agent.config import BrokerConfig
@@ -147,6 +148,10 @@ class BrokerAgent:
         self._tasks: list[asyncio.Task] = []
         # Big control requests freeze what they built (``leasehold.heap``); enabled by main.
         self.heap = HeapFreezer(enabled=False)
+        # The session's lease renewed by a process of its own (``leasehold.etcd.renewal_process``)
+        # rather than a thread; enabled by main, like the heap freezer.
+        self.renew_in_child = False
+        self.renewer: RenewalProcess | None = None
         self.configs.listeners.append(self._on_configs)
         self._configs_loaded = asyncio.Event()
 
@@ -247,8 +252,13 @@ class BrokerAgent:
             await asyncio.wait_for(self.fence.loaded.wait(), CONFIG_LOAD_TIMEOUT_S)
         self.isr.start()
         endpoint = Endpoint(c.broker_id, c.common.advertised, port, c.rack)
+        if self.renew_in_child:
+            self.renewer = RenewalProcess(
+                self.etcd, name="broker-lease", service="broker-agent", log_level=c.common.log_level
+            )
+            await asyncio.to_thread(self.renewer.wait_ready)
         self.registration = Registration(
-            self.etcd, self.keyspace, endpoint, c.session_ttl, self._on_epoch
+            self.etcd, self.keyspace, endpoint, c.session_ttl, self._on_epoch, self.renewer
         )
         await self.registration.register()
         self.heap.settle()  # the loaded logs live as long as the process
@@ -344,5 +354,8 @@ class BrokerAgent:
         if self.registration is not None:
             await self.registration.close()
             self.registration = None
+        if self.renewer is not None:
+            await asyncio.to_thread(self.renewer.stop)
+            self.renewer = None
         await self.controller.close()
         await self.etcd.close()

@@ -17,8 +17,9 @@ import time
 import uuid
 from collections.abc import Callable
 
-from leasehold.etcd import EtcdClient, EtcdError, Keyspace, Renewer, Session
+from leasehold.etcd import EtcdClient, EtcdError, Keyspace, Session
 from leasehold.etcd.client import cmp_create_revision, op_get, op_put
+from leasehold.etcd.session import LeaseRenewer
 from leasehold.metadata.v1 import metadata_pb2
 from services.broker_agent.model import Endpoint
 
@@ -42,7 +43,7 @@ class Registration:
         endpoint: Endpoint,
         session_ttl: int,
         on_epoch: Callable[[int], None] | None = None,
-        renewer: Renewer | None = None,
+        renewer: LeaseRenewer | None = None,
     ) -> None:
         self.client = client
         self.keyspace = keyspace
@@ -52,7 +53,9 @@ class Registration:
         self.epoch = -1
         self.incarnation_id = uuid.uuid4().hex
         self._on_epoch = on_epoch
-        self._renewer = renewer  # shared with other brokers of the process (simulation)
+        # The process's renewal process, or a renewer shared with the other brokers of the
+        # process (simulation); None: each session renews from a thread of its own.
+        self._renewer = renewer
         self._task: asyncio.Task | None = None
         self._closing = False
 

@@ -17,6 +17,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     telemetry.setup_tracing("leasehold-controller")
     app = ControllerApp(config)
     app.controller.heap.enabled = True  # process-wide collector setting (``leasehold.heap``)
+    app.renew_in_child = True  # the session's renewals in a process of its own
     runner = app.runner()
     try:
         asyncio.run(run_until_signalled(runner))

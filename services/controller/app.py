@@ -25,6 +25,7 @@ from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2_grpc
 from leasehold.etcd.client import EtcdClient
 from leasehold.etcd.keys import Keyspace
+from leasehold.etcd.renewal_process import RenewalProcess
 from leasehold.metadata.v1 import metadata_pb2
 from leasehold.request_bounds import RequestBoundsInterceptor
 from leasehold.server import Service, ServiceRunner
@@ -81,6 +82,11 @@ class ControllerApp:
         )
         self.servicer = ControllerServicer(self.controller, self.events, internal)
         self.election: ElectionRunner | None = None
+        # The session's lease renewed by a process of its own (``leasehold.etcd.renewal_process``)
+        # rather than a thread: set by main, a child process being a process-wide choice
+        # (in-process apps, in tests, keep the thread).
+        self.renew_in_child = False
+        self.renewer: RenewalProcess | None = None
         self.port = 0
         self._watch_task: asyncio.Task | None = None
         self._metrics_task: asyncio.Task | None = None
@@ -136,6 +142,14 @@ class ControllerApp:
             session_ttl_ms=self.config.session_ttl * 1000,
             tls_server_name=self.config.advertised_tls_name,
         ).SerializeToString()
+        if self.renew_in_child:
+            self.renewer = RenewalProcess(
+                self.client,
+                name="controller-lease",
+                service="controller",
+                log_level=common.log_level,
+            )
+            await asyncio.to_thread(self.renewer.wait_ready)
         self.election = ElectionRunner(
             self.client,
             self.keyspace,
@@ -143,6 +157,7 @@ class ControllerApp:
             registration,
             self.controller,
             self.events,
+            renewer=self.renewer,
         )
         self.election.start()
         if metrics_server.serve(self.metrics.registry, common.host, common.metrics_port):
@@ -161,6 +176,8 @@ class ControllerApp:
         """Resign (the standby takes over at once), then stop everything we started."""
         if self.election is not None:
             await self.election.stop()
+        if self.renewer is not None:
+            await asyncio.to_thread(self.renewer.stop)
         for task in (self._watch_task, self._metrics_task):
             if task is not None:
                 task.cancel()

@@ -24,6 +24,7 @@ from leasehold.etcd.client import EtcdClient, EtcdError
 from leasehold.etcd.election import Election, ElectionLost
 from leasehold.etcd.keys import Keyspace
 from leasehold.etcd.lease import LeaseState
+from leasehold.etcd.renewal_process import RenewalProcess
 from leasehold.etcd.session import Session
 from leasehold.metadata.v1 import metadata_pb2
 from services.controller.controller import Controller
@@ -56,8 +57,11 @@ class ElectionRunner:
         registration: bytes,
         controller: Controller,
         events: EventLoop,
+        *,
+        renewer: RenewalProcess | None = None,
     ) -> None:
         self.client = client
+        self.renewer = renewer  # None: each session renews its lease from a thread of its own
         self.keyspace = keyspace
         self.ttl = ttl
         self.registration = registration
@@ -86,7 +90,7 @@ class ElectionRunner:
 
     async def _run(self) -> None:
         while not self._stopping.is_set():
-            session = Session(self.client, self.ttl)
+            session = Session(self.client, self.ttl, renewer=self.renewer)
             try:
                 await session.start()
             except EtcdError as e:

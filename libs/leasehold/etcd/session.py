@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import grpc
 from aetcd import rpc
@@ -47,9 +48,22 @@ log = logging.getLogger(__name__)
 DEFAULT_TTL = 3
 
 
+class LeaseRenewer(Protocol):
+    """What a session needs of whatever renews its lease: a ``Renewer`` thread, or a
+    ``RenewalProcess`` (``leasehold.etcd.renewal_process``) standing in for one."""
+
+    def add(
+        self, lease_id: int, tracker: LeaseTracker, report: Callable[[LeaseState], None]
+    ) -> object: ...
+
+    def remove(self, lease_id: int) -> None: ...
+
+    def stop(self) -> None: ...
+
+
 class Session:
     def __init__(
-        self, client: EtcdClient, ttl: int = DEFAULT_TTL, *, renewer: Renewer | None = None
+        self, client: EtcdClient, ttl: int = DEFAULT_TTL, *, renewer: LeaseRenewer | None = None
     ) -> None:
         self.client = client
         self.ttl = ttl
@@ -61,7 +75,7 @@ class Session:
         self.on_change: Callable[[LeaseState], None] = lambda state: None
         # A renewer shared with other sessions of the process, or None: one of its own.
         self._shared = renewer
-        self._renewer: Renewer | None = None
+        self._renewer: LeaseRenewer | None = None
         self._tracker: LeaseTracker | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -175,6 +189,10 @@ def due_now(held: Iterable[Held], now: float, slack: float) -> tuple[float, list
     return first, [h for h in steps if h.step.wait_s <= first + slack]  # type: ignore[union-attr]
 
 
+# How often a renewer whose holder is stopped looks again (``may_renew``).
+HOLDER_STOPPED_POLL_S = 0.1
+
+
 class Renewer(threading.Thread):
     """The renewal thread: keeps any number of leases alive over one gRPC channel of its own.
 
@@ -199,8 +217,12 @@ class Renewer(threading.Thread):
         clock: Callable[[], float] = time.monotonic,
         name: str = "lease-renewer",
         batched: bool = False,
+        may_renew: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
+        # False while the leases' holder cannot act (a renewal process's service is stopped):
+        # nothing is renewed meanwhile, so the leases lapse as the holder's own thread's would.
+        self._may_renew = may_renew
         # Keep-alives framed by hand, all of a round in one write (``leasehold.etcd.keepalive``):
         # for a renewer of many leases; one of a single lease uses the gRPC library.
         self._batched = BatchedKeepAlive(client.endpoints, client.tls) if batched else None
@@ -279,6 +301,9 @@ class Renewer(threading.Thread):
         if wait > 0 and self._wake.wait(wait):
             return  # a lease came or went: plan again
         if self._stopping.is_set():
+            return
+        if self._may_renew is not None and not self._may_renew():
+            self._wake.wait(HOLDER_STOPPED_POLL_S)
             return
         sent_at = self._clock()
         keep, ask_ttl = [], []

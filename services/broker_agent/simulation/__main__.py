@@ -1,8 +1,9 @@
 """``python -m services.broker_agent.simulation``: a fleet of simulated brokers in one process.
 
 Each broker has its own gRPC port, etcd session and registration (``broker``), with the real
-agent's defaults (``BrokerConfig``); one thread renews all their leases (``Renewer``, batched:
-every lease due in one write, ``leasehold.etcd.keepalive``), and each UpdateMetadata body is
+agent's defaults (``BrokerConfig``); one renewal process renews all their leases
+(``RenewalProcess``, as the agent's; batched: every lease due in one write,
+``leasehold.etcd.keepalive``), and each UpdateMetadata body is
 decoded once for all of them (``sharing``). Once all are registered the process prints one JSON
 line, ``{"ready": {<broker id>: <port>}}``, then answers JSON commands, one per stdin line, with
 one JSON line each:
@@ -32,7 +33,8 @@ import time
 from collections.abc import Sequence
 
 from leasehold import logs
-from leasehold.etcd import EtcdClient, Keyspace, Renewer
+from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.renewal_process import RenewalProcess
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.model import TopicPartition
 from services.broker_agent.simulation.broker import SimSettings, SimulatedBroker
@@ -81,8 +83,10 @@ class Fleet:
         self.etcd = EtcdClient(args.etcd.split(","))
         self.keyspace = Keyspace(args.cluster_id)
         settings = default_settings(args.session_ttl)
-        # One renewal thread and stream for every broker's lease here (each lease its own).
-        self.renewer = Renewer(self.etcd, name="fleet-leases", batched=True)
+        # One renewal process and stream for every broker's lease here (each lease its own).
+        self.renewer = RenewalProcess(
+            self.etcd, name="fleet-leases", batched=True, service="simulation"
+        )
         # UpdateMetadata bodies decoded once, topic states built once, for every broker here.
         self.sharing = Sharing()
         self.brokers = [
@@ -103,6 +107,7 @@ class Fleet:
 
     async def start(self) -> None:
         await self.etcd.connect()
+        await asyncio.to_thread(self.renewer.wait_ready)
         for broker in self.brokers:
             self._fences.append(asyncio.create_task(broker.fence.run()))
         await asyncio.gather(*(b.fence.loaded.wait() for b in self.brokers))

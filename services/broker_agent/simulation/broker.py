@@ -1,6 +1,6 @@
 """One simulated broker: its own gRPC server (BrokerControlService only), etcd session and
 registration, control fence and metadata cache, as the real agent wires them (``app``). Its
-session's lease is its own; the thread renewing it is the process's (``Renewer``), shared by
+session's lease is its own; what renews it is the process's (``RenewalProcess``), shared by
 every broker there, as are the decoding of each UpdateMetadata body and the topic states its
 metadata cache builds from it (``sharing``).
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import grpc
 
 from leasehold.broker.v1 import control_pb2, control_pb2_grpc
-from leasehold.etcd import EtcdClient, Keyspace, Renewer
+from leasehold.etcd import EtcdClient, Keyspace
+from leasehold.etcd.session import LeaseRenewer
 from leasehold.grpc_errors import ErrorInterceptor
 from leasehold.peer_auth import SERVICE_ROLES
 from leasehold.request_bounds import RequestBoundsInterceptor
@@ -163,7 +164,7 @@ class SimulatedBroker:
         keyspace: Keyspace,
         settings: SimSettings,
         confirm_in_etcd: bool,
-        renewer: Renewer | None = None,
+        renewer: LeaseRenewer | None = None,
         sharing: Sharing | None = None,
     ) -> None:
         self.broker_id = broker_id
