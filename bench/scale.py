@@ -22,8 +22,9 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
    times, same run (up to ``FULL_LIMIT`` brokers x partitions).
 
 Memory after creation: controller RSS (active and standby), etcd's DB file, simulated brokers'
-RSS (all processes). Sizes: ``LEASEHOLD_BENCH_SCALE=100x100000,1000x100000`` (default
-``100x10000``; ``--quick``: 12 x 1,200).
+RSS (all processes), each process with its lease renewal process (``sim_fleet.rss_bytes``).
+Sizes: ``LEASEHOLD_BENCH_SCALE=100x100000,1000x100000`` (default ``100x10000``; ``--quick``:
+12 x 1,200).
 """
 
 from __future__ import annotations

@@ -58,26 +58,36 @@ def realtime(pid: int, priority: int = 1) -> int:
     process, within the kernel's real-time share (``sched_rt_runtime_us``, 95%). Returns the
     threads set."""
     tasks = os.listdir(f"/proc/{pid}/task")
-    children: list[int] = []
     for task in tasks:
         os.sched_setscheduler(int(task), os.SCHED_RR, os.sched_param(priority))
-        with contextlib.suppress(OSError):
-            children += [
-                int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-            ]
-    return len(tasks) + sum(realtime(child, priority) for child in children)
+    return len(tasks) + sum(realtime(child, priority) for child in children(pid))
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (none once it is gone)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                out += [
+                    int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                ]
+    return out
 
 
 def rss_bytes(pid: int) -> int:
-    """Resident set size of process ``pid`` (0 once it is gone)."""
+    """Resident set size of process ``pid`` and its child processes (a service's lease renewal
+    process, ~40 MiB), 0 once it is gone."""
+    own = 0
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
+                    own = int(line.split()[1]) * 1024
+                    break
     except OSError:
         return 0
-    return 0
+    return own + sum(rss_bytes(child) for child in children(pid))
 
 
 def split_ids(ids: Sequence[int], per_process: int) -> list[list[int]]:

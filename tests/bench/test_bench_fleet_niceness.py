@@ -4,6 +4,7 @@ and given back its niceness after; without autogroups it says so and changes not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -66,3 +67,30 @@ def test_realtime_sets_every_thread_of_the_process() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_service_and_its_renewal_process_are_one_tree() -> None:
+    """A service's child process (its lease renewal process) counts in its RSS and is put under
+    the real-time policy with it."""
+    code = (
+        "import subprocess, sys, time; "
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+        "print(c.pid, flush=True); time.sleep(30)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        grandchild = int(parent.stdout.readline())
+        assert sim_fleet.children(parent.pid) == [grandchild]
+        assert sim_fleet.rss_bytes(parent.pid) > sim_fleet.rss_bytes(grandchild) > 0
+        try:
+            sim_fleet.realtime(parent.pid)
+        except PermissionError:
+            pytest.skip("no permission to set a real-time policy here")
+        assert os.sched_getscheduler(grandchild) == os.SCHED_RR
+    finally:
+        parent.kill()
+        parent.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(grandchild, 9)
+    assert sim_fleet.rss_bytes(parent.pid) == 0
