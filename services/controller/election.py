@@ -24,8 +24,7 @@ from leasehold.etcd.client import EtcdClient, EtcdError
 from leasehold.etcd.election import Election, ElectionLost
 from leasehold.etcd.keys import Keyspace
 from leasehold.etcd.lease import LeaseState
-from leasehold.etcd.renewal_process import RenewalProcess
-from leasehold.etcd.session import Session
+from leasehold.etcd.session import LeaseRenewer, Session
 from leasehold.metadata.v1 import metadata_pb2
 from services.controller.controller import Controller
 from services.controller.event_loop import EventLoop
@@ -58,7 +57,7 @@ class ElectionRunner:
         controller: Controller,
         events: EventLoop,
         *,
-        renewer: RenewalProcess | None = None,
+        renewer: LeaseRenewer | None = None,
     ) -> None:
         self.client = client
         self.renewer = renewer  # None: each session renews its lease from a thread of its own

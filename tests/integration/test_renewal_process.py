@@ -176,3 +176,13 @@ async def test_a_killed_holder_loses_its_lease_and_its_renewal_process_exits(etc
     proc.wait()
     assert await asyncio.to_thread(_exited, child)
     assert await _gone(etcd, lease_id)
+
+
+async def test_a_renewal_process_that_cannot_start_is_reported_at_once(etcd, monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    process = RenewalProcess(etcd)
+    try:
+        with pytest.raises(RuntimeError, match="exited"):
+            await asyncio.to_thread(process.wait_ready, DEADLINE_S)
+    finally:
+        process.stop()

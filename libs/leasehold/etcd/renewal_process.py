@@ -59,6 +59,7 @@ MARGIN_REPORT_S = 1.0
 class _Lease:
     tracker: LeaseTracker
     report: Callable[[LeaseState], None]
+    renewed_by: subprocess.Popen  # the child told to keep it
 
 
 class RenewalProcess:
@@ -101,15 +102,19 @@ class RenewalProcess:
         """Block until the child has started its renewer (call before the first session)."""
         if not self._ready.wait(timeout):
             raise TimeoutError(f"lease renewal process not ready within {timeout:g}s")
+        proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"lease renewal process exited (code {proc.returncode})")
 
     def add(
         self, lease_id: int, tracker: LeaseTracker, report: Callable[[LeaseState], None]
     ) -> None:
         """Keep ``lease_id`` alive from now on (granted when ``tracker`` says)."""
         with self._lock:
-            self._leases[lease_id] = _Lease(tracker, report)
             if self._proc is None or self._proc.poll() is not None:
-                self._spawn()  # the last child died: its leases were reported lost
+                self._spawn()  # the last child died: its leases are reported lost
+            assert self._proc is not None
+            self._leases[lease_id] = _Lease(tracker, report, self._proc)
         granted_at = tracker.deadline - tracker.ttl
         self._send({"add": lease_id, "ttl": tracker.ttl, "granted_at": granted_at})
 
@@ -164,7 +169,11 @@ class RenewalProcess:
         """The reader thread: the child's reports, until its stdout closes."""
         assert proc.stdout is not None
         for line in proc.stdout:
-            message = json.loads(line)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                log.warning("unreadable line from the lease renewal process", exc_info=True)
+                continue
             if message.get("ready"):
                 self._ready.set()
                 continue
@@ -178,9 +187,11 @@ class RenewalProcess:
                 lease.report(LeaseState(message["state"]))
         proc.wait()
         with self._lock:
-            if self._stopping or proc is not self._proc:
+            if proc is self._proc:
+                self._ready.set()  # a ``wait_ready`` caller learns it exited
+            if self._stopping:
                 return
-            orphaned = list(self._leases.values())
+            orphaned = [lease for lease in self._leases.values() if lease.renewed_by is proc]
         log.error(
             "lease renewal process exited (code %s); its leases are lost",
             proc.returncode,
