@@ -243,6 +243,10 @@ class BrokerAgent:
 
     async def _start(self, port: int) -> None:
         c = self.config
+        if self.renew_in_child:  # it starts while we connect and load; waited for below
+            self.renewer = RenewalProcess(
+                self.etcd, name="broker-lease", service="broker-agent", log_level=c.common.log_level
+            )
         await self.etcd.connect()
         self._spawn(self.configs.run(self.etcd), "topic-configs")
         self._spawn(self.fence.run(), "controller-epoch")
@@ -252,10 +256,7 @@ class BrokerAgent:
             await asyncio.wait_for(self.fence.loaded.wait(), CONFIG_LOAD_TIMEOUT_S)
         self.isr.start()
         endpoint = Endpoint(c.broker_id, c.common.advertised, port, c.rack)
-        if self.renew_in_child:
-            self.renewer = RenewalProcess(
-                self.etcd, name="broker-lease", service="broker-agent", log_level=c.common.log_level
-            )
+        if self.renewer is not None:
             await asyncio.to_thread(self.renewer.wait_ready)
         self.registration = Registration(
             self.etcd, self.keyspace, endpoint, c.session_ttl, self._on_epoch, self.renewer

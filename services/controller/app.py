@@ -130,10 +130,17 @@ class ControllerApp:
     # ---- lifecycle -----------------------------------------------------------------------------
     async def start(self, port: int) -> None:
         self.port = port
+        common = self.config.common
+        if self.renew_in_child:  # it starts while we connect and load; waited for below
+            self.renewer = RenewalProcess(
+                self.client,
+                name="controller-lease",
+                service="controller",
+                log_level=common.log_level,
+            )
         await self.client.connect()
         self.events.start()
         self._watch_task = asyncio.create_task(self.watcher.run(), name="controller-watch")
-        common = self.config.common
         registration = metadata_pb2.ControllerRegistration(
             controller_id=self.config.controller_id,
             host=common.advertised,
@@ -142,13 +149,7 @@ class ControllerApp:
             session_ttl_ms=self.config.session_ttl * 1000,
             tls_server_name=self.config.advertised_tls_name,
         ).SerializeToString()
-        if self.renew_in_child:
-            self.renewer = RenewalProcess(
-                self.client,
-                name="controller-lease",
-                service="controller",
-                log_level=common.log_level,
-            )
+        if self.renewer is not None:
             await asyncio.to_thread(self.renewer.wait_ready)
         self.election = ElectionRunner(
             self.client,
