@@ -36,8 +36,8 @@ from bench.framework import (
     Row,
     RunContext,
     child_process,
-    wait_for_stop,
 )
+from bench.raw_grpc import serve_generic
 from leasehold.broker.v1 import control_pb2
 from services.controller.core import BrokerInfo
 from services.controller.delivery import wire
@@ -63,25 +63,14 @@ def _answer(response: bytes) -> Callable[[bytes, grpc.aio.ServicerContext], Awai
     return handle
 
 
-async def _serve(conn: Connection) -> None:
-    server = grpc.aio.server()
+def serve_brokers(conn: Connection) -> None:
+    """Child-process entry point: answer every control call until told to stop."""
     handlers = {
         kind: grpc.unary_unary_rpc_method_handler(_answer(answer.SerializeToString()))
         for kind, answer in _ANSWERS.items()
     }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    conn.send(port)
-    try:
-        await asyncio.to_thread(wait_for_stop, conn)
-    finally:
-        await server.stop(0)
-
-
-def serve_brokers(conn: Connection) -> None:
-    """Child-process entry point: answer every control call until told to stop."""
-    asyncio.run(_serve(conn))
+    handler = grpc.method_handlers_generic_handler(SERVICE, handlers)
+    asyncio.run(serve_generic(conn, handler))
 
 
 def _request() -> wire.EncodedRequest:

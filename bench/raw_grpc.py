@@ -79,9 +79,11 @@ def echo_handler() -> grpc.GenericRpcHandler:
     )
 
 
-async def _serve(conn: Connection) -> None:
+async def serve_generic(conn: Connection, handler: grpc.GenericRpcHandler) -> None:
+    """In a child process: serve ``handler`` on a free loopback port, send the port, and serve
+    until the parent says stop or goes away."""
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers((echo_handler(),))
+    server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     conn.send(port)
@@ -93,7 +95,7 @@ async def _serve(conn: Connection) -> None:
 
 def serve_echo(conn: Connection) -> None:
     """Child-process entry point: serve the echo until the parent says stop or goes away."""
-    asyncio.run(_serve(conn))
+    asyncio.run(serve_generic(conn, echo_handler()))
 
 
 # --- the client -----------------------------------------------------------------------------------
