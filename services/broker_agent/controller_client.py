@@ -54,11 +54,12 @@ class ControllerClient:
         self._server_names: dict[str, str] = {}  # target -> name its certificate carries
         self.redials = 0  # channels dropped after NOT_CONTROLLER or a failure
 
-    async def _election_endpoint(self) -> str | None:
+    async def _election_endpoint(self, timeout: float) -> str | None:
         try:
-            kv = await leader_of(self._etcd, self._keyspace.controller_election_prefix)
-        except EtcdError as exc:
-            log.info("cannot read the controller election: %s", exc)
+            async with asyncio.timeout(timeout):
+                kv = await leader_of(self._etcd, self._keyspace.controller_election_prefix)
+        except (EtcdError, TimeoutError) as exc:
+            log.info("cannot read the controller election: %s", str(exc) or "timed out")
             return None
         if kv is None:
             return None
@@ -69,11 +70,15 @@ class ControllerClient:
             self._server_names[target] = reg.tls_server_name
         return target
 
-    async def _candidates(self, rediscover: bool) -> list[str]:
+    async def _candidates(self, rediscover: bool, deadline: float) -> list[str]:
+        """The endpoints to try, the election's first; its read ends by ``deadline`` (an etcd
+        that does not answer must not hold a caller past its own deadline)."""
         targets: list[str] = []
         cached = self._cached_endpoint()
         if rediscover or self._discovered is None:
-            self._discovered = await self._election_endpoint()
+            self._discovered = await self._election_endpoint(
+                max(deadline - time.monotonic(), 0.001)
+            )
         if self._discovered is not None:
             targets.append(self._discovered)
         if cached is not None:
@@ -99,7 +104,7 @@ class ControllerClient:
         """Call ``method`` on the active controller, retrying until ``deadline`` (monotonic)."""
         rediscover = False
         while True:
-            for target in await self._candidates(rediscover):
+            for target in await self._candidates(rediscover, deadline):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

@@ -158,8 +158,11 @@ class Session:
         self.unconfirmed.clear()
         self.done.set()
         if revoke and self.lease_id and not lost:
+            # Unrenewed, the lease is gone within its TTL anyway: a revoke etcd has not
+            # answered by then is not worth waiting for (a broker stopping while etcd is
+            # unreachable would otherwise wait out the client's whole timeout).
             with contextlib.suppress(EtcdError, TimeoutError):
-                async with asyncio.timeout(self.client.timeout):
+                async with asyncio.timeout(min(self.client.timeout, self.ttl)):
                     await self.client.lease_revoke(self.lease_id)
 
 
