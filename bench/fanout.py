@@ -4,24 +4,30 @@ Every change a controller decides reaches brokers as one control request each (K
 ControllerChannelManager does the same), so at a thousand brokers a failover, a broker failure
 or a shutdown costs the controller a thousand gRPC calls. This suite times that fan-out alone:
 a server in another process answers every BrokerControlService call at once (no broker work),
-and this process sends one small UpdateMetadata to each of B "brokers", each over a channel of
-its own (a connection each, as to real brokers), until all have answered; repeated.
+and this process sends one small UpdateMetadata to each of B "brokers", until all have
+answered; repeated. The server listens on B ports, one a broker, so each broker's channel has
+a TCP connection of its own, as it has to a real broker on its own host (gRPC's channels to one
+address share one connection, which makes a call ~40% cheaper than to B hosts).
 
 - **raw gRPC aio** (the baseline): B pre-built calls gathered, no queue, no retry;
 - **the controller's channel manager** (``ControllerChannelManager``): the request queued to
   each broker's sender task, as a controller batch is, sent and answered through the same path
   a controller uses (its queue, retry loop, response callback and progress marks), until
-  ``wait_answered``.
+  ``wait_answered``;
+- **raw gRPC aio on open streams** (a floor for a design not built): one bidi stream a broker
+  opened beforehand, one message written and its answer read on each, gathered. What a control
+  stream per broker would cost instead of a unary call each.
 
 Figures: a round's wall time (the server's share of the 2 cores included) and this process's
 CPU per broker a round (``process_time``: gRPC's own threads included). The difference between
-the two rows is the delivery layer's own cost; the baseline is what gRPC in Python costs by
-itself, the floor any fan-out from one process pays.
+the first two rows is the delivery layer's own cost; the baseline is what a unary gRPC call in
+Python costs by itself, the floor a fan-out of unary calls from one process pays.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -37,7 +43,7 @@ from bench.framework import (
     RunContext,
     child_process,
 )
-from bench.raw_grpc import serve_generic
+from bench.raw_grpc import STREAM, echo_handler, serve_generic
 from leasehold.broker.v1 import control_pb2
 from services.controller.core import BrokerInfo
 from services.controller.delivery import wire
@@ -63,14 +69,15 @@ def _answer(response: bytes) -> Callable[[bytes, grpc.aio.ServicerContext], Awai
     return handle
 
 
-def serve_brokers(conn: Connection) -> None:
-    """Child-process entry point: answer every control call until told to stop."""
+def serve_brokers(conn: Connection, brokers: int) -> None:
+    """Child-process entry point: answer every control call (and echo on a stream), on one port
+    a broker, until told to stop."""
     handlers = {
         kind: grpc.unary_unary_rpc_method_handler(_answer(answer.SerializeToString()))
         for kind, answer in _ANSWERS.items()
     }
     handler = grpc.method_handlers_generic_handler(SERVICE, handlers)
-    asyncio.run(serve_generic(conn, handler))
+    asyncio.run(serve_generic(conn, handler, echo_handler(), ports=brokers))
 
 
 def _request() -> wire.EncodedRequest:
@@ -94,8 +101,8 @@ async def _rounds(
     return walls, time.process_time() - cpu_before
 
 
-async def raw_fanout(port: int, brokers: int, rounds: int) -> tuple[list[float], float]:
-    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for _ in range(brokers)]
+async def raw_fanout(ports: list[int], rounds: int) -> tuple[list[float], float]:
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in ports]
     payload = _request().payload
     calls = [
         c.unary_unary(
@@ -115,7 +122,30 @@ async def raw_fanout(port: int, brokers: int, rounds: int) -> tuple[list[float],
             await c.close()
 
 
-async def manager_fanout(port: int, brokers: int, rounds: int) -> tuple[list[float], float]:
+async def stream_fanout(ports: list[int], rounds: int) -> tuple[list[float], float]:
+    channels = [grpc.aio.insecure_channel(f"127.0.0.1:{port}") for port in ports]
+    streams = [c.stream_stream(STREAM)() for c in channels]
+    payload = _request().payload
+
+    async def one(stream: grpc.aio.StreamStreamCall) -> None:
+        await stream.write(payload)
+        if len(await stream.read()) != len(payload):
+            raise RuntimeError("the stream echoed a different payload")
+
+    async def one_round() -> None:
+        await asyncio.wait_for(asyncio.gather(*(one(s) for s in streams)), 30)
+
+    try:
+        return await _rounds(one_round, rounds)
+    finally:
+        for stream in streams:
+            stream.cancel()
+        for c in channels:
+            await c.close()
+
+
+async def manager_fanout(ports: list[int], rounds: int) -> tuple[list[float], float]:
+    brokers = len(ports)
     answered = 0
 
     def on_response(*_args: object) -> None:
@@ -123,7 +153,7 @@ async def manager_fanout(port: int, brokers: int, rounds: int) -> tuple[list[flo
         answered += 1
 
     manager = ControllerChannelManager(ChannelSettings("127.0.0.1", 1), on_response)
-    for broker_id in range(1, brokers + 1):
+    for broker_id, port in enumerate(ports, start=1):
         manager.add_broker(BrokerInfo(broker_id, "127.0.0.1", port))
     request = _request()
 
@@ -162,12 +192,21 @@ async def run(ctx: RunContext) -> list[Result]:
     brokers = ctx.pick(1_000, 50)
     rounds = ctx.pick(20, 3)
     baseline = f"raw gRPC aio, {brokers:,} channels, calls gathered"
-    with child_process(serve_brokers, name="control-answerer") as server:
-        raw = await raw_fanout(server.ready, brokers, rounds)
-        managed = await manager_fanout(server.ready, brokers, rounds)
+    serve = functools.partial(serve_brokers, brokers=brokers)
+    with child_process(serve, name="control-answerer") as server:
+        ports = server.ready
+        if len(set(ports)) != brokers:
+            raise RuntimeError(f"the answerer listens on {len(set(ports))} ports, not {brokers}")
+        raw = await raw_fanout(ports, rounds)
+        managed = await manager_fanout(ports, rounds)
+        streamed = await stream_fanout(ports, rounds)
     rows = (
         Row(baseline, _figures(brokers, *raw)),
         Row(f"controller channel manager, {brokers:,} brokers", _figures(brokers, *managed)),
+        Row(
+            f"raw gRPC aio, {brokers:,} open streams, a message each",
+            _figures(brokers, *streamed),
+        ),
     )
     return [
         Result(
@@ -178,8 +217,11 @@ async def run(ctx: RunContext) -> list[Result]:
             ratio_of="brokers_per_s",
             notes=(
                 f"{rounds} rounds after {WARMUP_ROUNDS} warm-up; a small pre-encoded "
-                "UpdateMetadata; every answer from one server process on loopback, which "
-                "shares the 2 cores (the round's wall includes its work)",
+                "UpdateMetadata; every answer from one server process on loopback, on a port "
+                "(and so a connection) a broker, which shares the 2 cores (the round's wall "
+                "includes its work)",
+                "open streams: a design not built (a control stream a broker), the floor it "
+                "would have",
                 "CPU: this process's, gRPC's threads included, per broker per round; tracing off "
                 "(the default)",
             ),

@@ -79,14 +79,18 @@ def echo_handler() -> grpc.GenericRpcHandler:
     )
 
 
-async def serve_generic(conn: Connection, handler: grpc.GenericRpcHandler) -> None:
-    """In a child process: serve ``handler`` on a free loopback port, send the port, and serve
-    until the parent says stop or goes away."""
+async def serve_generic(
+    conn: Connection, *handlers: grpc.GenericRpcHandler, ports: int | None = None
+) -> None:
+    """In a child process: serve ``handlers`` on a free loopback port, send the port, and serve
+    until the parent says stop or goes away. With ``ports``, on that many ports, sent as a list:
+    a client dialling each gets a connection each, as it would to that many hosts (channels to
+    one target share one connection)."""
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
+    server.add_generic_rpc_handlers(handlers)
+    bound = [server.add_insecure_port("127.0.0.1:0") for _ in range(ports or 1)]
     await server.start()
-    conn.send(port)
+    conn.send(bound[0] if ports is None else bound)
     try:
         await asyncio.to_thread(wait_for_stop, conn)
     finally:

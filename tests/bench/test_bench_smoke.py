@@ -61,6 +61,7 @@ EXPECTED_ROWS = {
     "fanout": {
         "raw gRPC aio, 50 channels, calls gathered",
         "controller channel manager, 50 brokers",
+        "raw gRPC aio, 50 open streams, a message each",
     },
 }
 
