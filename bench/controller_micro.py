@@ -103,7 +103,7 @@ class RecordingChannels(ControllerChannelManager):
 
     def add_broker(self, info: BrokerInfo) -> None:
         self.remove_broker(info.id)
-        broker = _Broker(info, channel=None, more_coming=self.more_coming)  # type: ignore[arg-type]
+        broker = self._broker(info, None)  # type: ignore[arg-type]
         broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
         broker.task = asyncio.create_task(self._sender(broker))
         self._brokers[info.id] = broker

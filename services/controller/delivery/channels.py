@@ -99,11 +99,12 @@ class _Batch:
     parent: Context | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Broker:
     """One broker's channel and sender. ``queued`` counts batches put on the queue, ``issued``
     those whose first request gRPC has serialised (and so sends without our event loop),
-    ``finished`` those the sender is done with (all answered)."""
+    ``finished`` those the sender is done with (all answered); ``on_progress`` is told whenever
+    one of them moves (the manager's waiters, ``_wait_progress``)."""
 
     info: BrokerInfo
     channel: grpc.aio.Channel
@@ -114,7 +115,7 @@ class _Broker:
     issued: int = 0
     sending: int = 0  # the batch the sender is working on
     finished: int = 0
-    progress: asyncio.Event = field(default_factory=asyncio.Event)
+    on_progress: Callable[[_Broker], None] = lambda broker: None
     sending_in_full: wire.DigestFirst | None = None  # its full request is being sent
     # The live brokers as of the last UpdateMetadata queued to it, which it holds once that is
     # answered: the next one names the change from it (None: not known, the whole set).
@@ -144,7 +145,7 @@ class _Broker:
             parts = (request.SerializeToString(),)
         if self.sending > self.issued:
             self.issued = self.sending
-            self.progress.set()
+            self.on_progress(self)
         if self.last_of_batch and self.queue.empty() and not self.more_coming():
             parts = (*parts, NOTHING_QUEUED)
         return b"".join(parts)
@@ -176,6 +177,7 @@ class ControllerChannelManager:
         # What the brokers the failover's UpdateMetadata reached hold (``metadata_cache.Held``);
         # None: nothing is left out.
         self.held_states: Held | None = None
+        self._waiters: list[_Waiter] = []  # callers of ``wait_issued``/``wait_answered``
 
     def hold(self) -> None:
         """Send nothing until ``release`` (the controller's office is suspended): requests
@@ -197,7 +199,7 @@ class ControllerChannelManager:
         """Open a channel and start a sender; an existing one for the id is replaced."""
         self.remove_broker(info.id)
         channel = _open_channel(f"{info.host}:{info.port}", self.settings.tls)
-        broker = _Broker(info, channel, more_coming=self.more_coming)
+        broker = self._broker(info, channel)
         for kind, response in _RESPONSES.items():
             broker.methods[kind] = channel.unary_unary(
                 f"/{_SERVICE}/{kind}",
@@ -208,6 +210,10 @@ class ControllerChannelManager:
             broker.task = asyncio.create_task(self._sender(broker), name=f"to-broker-{info.id}")
         self._brokers[info.id] = broker
 
+    def _broker(self, info: BrokerInfo, channel: grpc.aio.Channel) -> _Broker:
+        """A broker's state, tied to this manager (its ``expect_more`` and its waiters)."""
+        return _Broker(info, channel, more_coming=self.more_coming, on_progress=self._progressed)
+
     def remove_broker(self, broker_id: int) -> None:
         """Stop sending to a broker; queued requests are dropped (it left the cluster)."""
         broker = self._brokers.pop(broker_id, None)
@@ -215,7 +221,7 @@ class ControllerChannelManager:
             return
         if broker.task is not None:
             broker.task.cancel()
-        broker.progress.set()  # nobody waits for its answers any more (``wait_answered``)
+        broker.on_progress(broker)  # nobody waits for its answers any more (``wait_answered``)
         asyncio.get_running_loop().create_task(broker.channel.close())
 
     def update_broker(self, info: BrokerInfo) -> None:
@@ -464,20 +470,26 @@ class ControllerChannelManager:
         timeout_s: float,
     ) -> bool:
         """Wait until ``done(broker, target)`` for every target (re-checked whenever that
-        broker's sender moves on); False after ``timeout_s``."""
-
-        async def one(broker: _Broker, target: int) -> None:
-            while not done(broker, target):
-                broker.progress.clear()
-                await broker.progress.wait()
-
-        if not targets:
+        broker's sender moves on); False after ``timeout_s``. One waiter for all the targets,
+        not a task a broker: a wait on a thousand brokers after every batch would otherwise cost
+        a thousand tasks."""
+        pending = {b: t for b, t in targets if not done(b, t)}
+        if not pending:
             return True
+        waiter = _Waiter(pending, done, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
         try:
-            await wait_for(self._clock, asyncio.gather(*(one(b, t) for b, t in targets)), timeout_s)
+            await wait_for(self._clock, waiter.future, timeout_s)
         except TimeoutError:
             return False
+        finally:
+            self._waiters.remove(waiter)
         return True
+
+    def _progressed(self, broker: _Broker) -> None:
+        """A broker's sender moved on: the waiters it was the last one pending for are done."""
+        for waiter in self._waiters:
+            waiter.progressed(broker)
 
     def total_queue_size(self) -> int:
         """Request batches not yet answered, over every broker: queued or in flight (Kafka's
@@ -520,7 +532,7 @@ class ControllerChannelManager:
                 if span is not None:
                     span.set_attributes(telemetry.attrs(attempts=attempts))
             broker.finished += 1
-            broker.progress.set()
+            broker.on_progress(broker)
 
     async def _settle(
         self, broker: _Broker, queued: wire.DigestFirst, answer: Message
@@ -586,6 +598,23 @@ class ControllerChannelManager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await b.task
             await b.channel.close()
+
+
+@dataclass(eq=False)
+class _Waiter:
+    """One ``_wait_progress`` call: the brokers still short of their target."""
+
+    pending: dict[_Broker, int]
+    done: Callable[[_Broker, int], bool]
+    future: asyncio.Future
+
+    def progressed(self, broker: _Broker) -> None:
+        target = self.pending.get(broker)
+        if target is None or not self.done(broker, target):
+            return
+        del self.pending[broker]
+        if not self.pending and not self.future.done():
+            self.future.set_result(None)
 
 
 def _batch_span(broker: _Broker, batch: _Batch) -> contextlib.AbstractContextManager:

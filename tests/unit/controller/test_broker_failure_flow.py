@@ -305,6 +305,35 @@ async def test_wait_answered_follows_each_broker_s_answers() -> None:
     await ch.close()
 
 
+async def test_waits_on_many_brokers_share_one_waiter_each() -> None:
+    ch = _Held()
+    for b in range(1, 201):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+    request = control_pb2.UpdateMetadataRequest()
+    for b in range(1, 201):
+        ch.send(b, UPDATE_METADATA, request)
+    marks = ch.queued_marks()
+    assert not await ch.wait_answered(0.02)
+    assert ch._waiters == []  # a wait that timed out leaves nothing behind
+    # Two waits at once, one on every broker, one on those queued by ``marks`` only.
+    for b in range(1, 101):
+        ch.send(b, UPDATE_METADATA, request)
+    everything = asyncio.create_task(ch.wait_answered(5.0))
+    marked = asyncio.create_task(ch.wait_answered(5.0, marks))
+    issued = asyncio.create_task(ch.wait_issued(5.0))
+    await asyncio.sleep(0.01)
+    assert len(ch._waiters) == 3
+    ch.release.set()
+    assert await asyncio.wait_for(asyncio.gather(everything, marked, issued), 1.0) == [
+        True,
+        True,
+        True,
+    ]
+    assert ch.unanswered(ch.queued_marks()) == frozenset()
+    assert ch._waiters == []
+    await ch.close()
+
+
 @pytest.mark.parametrize(
     ("kind", "tp", "replica", "lai"),
     [
@@ -350,7 +379,7 @@ class _Held(ControllerChannelManager):
         self.wire: list[tuple[int, str]] = []
 
     def add_broker(self, info: BrokerInfo) -> None:
-        broker = _Broker(info, channel=_NoChannel())  # type: ignore[arg-type]
+        broker = self._broker(info, _NoChannel())  # type: ignore[arg-type]
         broker.methods = {kind: self._method(broker, kind) for kind in _RESPONSES}
         broker.task = asyncio.create_task(self._sender(broker))
         self._brokers[info.id] = broker
