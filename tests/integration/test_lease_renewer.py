@@ -9,6 +9,7 @@ outcome (leases alive or gone), not a time.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -36,13 +37,18 @@ async def test_one_renewer_keeps_many_sessions_alive_past_their_ttl(etcd, batche
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["grpc", "batched"])
-async def test_a_lease_revoked_elsewhere_is_lost_alone(etcd, batched):
+async def test_a_lease_revoked_elsewhere_is_lost_alone(etcd, batched, caplog):
     renewer = Renewer(etcd, batched=batched)
     kept, revoked = [await Session(etcd, TTL, renewer=renewer).start() for _ in range(2)]
     try:
-        await etcd.lease_revoke(revoked.lease_id)
-        await asyncio.wait_for(revoked.done.wait(), TTL * 3)
+        with caplog.at_level(logging.WARNING, logger="leasehold.etcd.session"):
+            await etcd.lease_revoke(revoked.lease_id)
+            await asyncio.wait_for(revoked.done.wait(), TTL * 3)
         assert revoked.state is LeaseState.LOST
+        # The renewer says why, with the deadline still ahead: etcd dropped it early.
+        gone = [r for r in caplog.records if r.getMessage().startswith("lease gone")]
+        assert [r.lease for r in gone] == [f"{revoked.lease_id:x}"]
+        assert gone[0].deadline_in_s > 0
         await asyncio.sleep(TTL * 1.5)
         assert kept.state is LeaseState.CONFIRMED
         assert await etcd.lease_ttl(kept.lease_id) > 0

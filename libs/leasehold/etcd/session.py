@@ -408,7 +408,22 @@ class Renewer(threading.Thread):
     def _note(self, h: Held, moved: LeaseState | None) -> None:
         if moved is None:
             return
-        if moved is LeaseState.UNCONFIRMED:
+        if moved is LeaseState.LOST:
+            # etcd says the lease is gone. Where the deadline (the last confirmation's send plus
+            # the TTL) stood, how long etcd took to answer this call and how late this thread
+            # ever ran tell an answer held back past the deadline (etcd slow) from renewals
+            # never sent (this process), or from a lease etcd dropped early (a revoke).
+            now = self._clock()
+            log.warning(
+                "lease gone (etcd no longer has it)",
+                extra={
+                    "lease": f"{h.lease_id:x}",
+                    "deadline_in_s": round(h.tracker.deadline - now, 3),
+                    "answered_after_s": round(now - h.last_sent, 3),
+                    "thread_late_s": round(h.lateness, 3),
+                },
+            )
+        elif moved is LeaseState.UNCONFIRMED:
             log.warning(
                 "lease renewals unanswered",
                 extra={
