@@ -13,15 +13,17 @@ address share one connection, which makes a call ~40% cheaper than to B hosts).
 - **the controller's channel manager** (``ControllerChannelManager``): the request queued to
   each broker's sender task, as a controller batch is, sent and answered through the same path
   a controller uses (its queue, retry loop, response callback and progress marks), until
-  ``wait_answered``;
-- **raw gRPC aio on open streams** (a floor for a design not built): one bidi stream a broker
-  opened beforehand, one message written and its answer read on each, gathered. What a control
-  stream per broker would cost instead of a unary call each.
+  ``wait_answered``; once as the controller sends by default, on its control stream to each
+  broker (``BrokerControlService.Control``, envelopes and all), and once with the stream off
+  (``ChannelSettings.control_stream``), a unary call a request;
+- **raw gRPC aio on open streams** (the floor of the control stream): one bidi stream a broker
+  opened beforehand, one message written and its answer read on each, gathered.
 
 Figures: a round's wall time (the server's share of the 2 cores included) and this process's
 CPU per broker a round (``process_time``: gRPC's own threads included). The difference between
-the first two rows is the delivery layer's own cost; the baseline is what a unary gRPC call in
-Python costs by itself, the floor a fan-out of unary calls from one process pays.
+the manager's unary row and the baseline is the delivery layer's own cost; the baseline is what
+a unary gRPC call in Python costs by itself, the floor a fan-out of unary calls from one process
+pays; the same holds for the stream rows.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from bench.framework import (
     child_process,
 )
 from bench.raw_grpc import STREAM, echo_handler, serve_generic
+from leasehold import control_stream
 from leasehold.broker.v1 import control_pb2
 from services.controller.core import BrokerInfo
 from services.controller.delivery import wire
@@ -69,13 +72,24 @@ def _answer(response: bytes) -> Callable[[bytes, grpc.aio.ServicerContext], Awai
     return handle
 
 
+async def _control(requests, _context: grpc.aio.ServicerContext):
+    """The control stream: each envelope answered at once with its kind's answer."""
+    answers = {kind: answer.SerializeToString() for kind, answer in _ANSWERS.items()}
+    async for data in requests:
+        envelope = control_stream.decode_request(data)
+        yield control_stream.encode_response(
+            envelope.sequence, envelope.kind, answers[envelope.kind]
+        )
+
+
 def serve_brokers(conn: Connection, brokers: int) -> None:
-    """Child-process entry point: answer every control call (and echo on a stream), on one port
-    a broker, until told to stop."""
+    """Child-process entry point: answer every control call and control stream (and echo on a
+    stream), on one port a broker, until told to stop."""
     handlers = {
         kind: grpc.unary_unary_rpc_method_handler(_answer(answer.SerializeToString()))
         for kind, answer in _ANSWERS.items()
     }
+    handlers["Control"] = grpc.stream_stream_rpc_method_handler(_control)
     handler = grpc.method_handlers_generic_handler(SERVICE, handlers)
     asyncio.run(serve_generic(conn, handler, echo_handler(), ports=brokers))
 
@@ -144,7 +158,9 @@ async def stream_fanout(ports: list[int], rounds: int) -> tuple[list[float], flo
             await c.close()
 
 
-async def manager_fanout(ports: list[int], rounds: int) -> tuple[list[float], float]:
+async def manager_fanout(
+    ports: list[int], rounds: int, *, streams: bool
+) -> tuple[list[float], float]:
     brokers = len(ports)
     answered = 0
 
@@ -152,7 +168,8 @@ async def manager_fanout(ports: list[int], rounds: int) -> tuple[list[float], fl
         nonlocal answered
         answered += 1
 
-    manager = ControllerChannelManager(ChannelSettings("127.0.0.1", 1), on_response)
+    settings = ChannelSettings("127.0.0.1", 1, control_stream=streams)
+    manager = ControllerChannelManager(settings, on_response)
     for broker_id, port in enumerate(ports, start=1):
         manager.add_broker(BrokerInfo(broker_id, "127.0.0.1", port))
     request = _request()
@@ -165,8 +182,11 @@ async def manager_fanout(ports: list[int], rounds: int) -> tuple[list[float], fl
 
     try:
         walls, cpu = await _rounds(one_round, rounds)
+        on_streams = sum(b.stream is not None for b in manager._brokers.values())
     finally:
         await manager.close()
+    if on_streams != (brokers if streams else 0) or manager.failures:
+        raise RuntimeError(f"{on_streams} of {brokers} brokers on a control stream")
     if answered != brokers * (rounds + WARMUP_ROUNDS):
         raise RuntimeError(f"{answered} answers for {brokers} brokers x {rounds} rounds")
     return walls, cpu
@@ -198,11 +218,19 @@ async def run(ctx: RunContext) -> list[Result]:
         if len(set(ports)) != brokers:
             raise RuntimeError(f"the answerer listens on {len(set(ports))} ports, not {brokers}")
         raw = await raw_fanout(ports, rounds)
-        managed = await manager_fanout(ports, rounds)
+        unary = await manager_fanout(ports, rounds, streams=False)
+        managed = await manager_fanout(ports, rounds, streams=True)
         streamed = await stream_fanout(ports, rounds)
     rows = (
         Row(baseline, _figures(brokers, *raw)),
-        Row(f"controller channel manager, {brokers:,} brokers", _figures(brokers, *managed)),
+        Row(
+            f"controller channel manager, {brokers:,} brokers, a unary call each",
+            _figures(brokers, *unary),
+        ),
+        Row(
+            f"controller channel manager, {brokers:,} brokers, control streams (default)",
+            _figures(brokers, *managed),
+        ),
         Row(
             f"raw gRPC aio, {brokers:,} open streams, a message each",
             _figures(brokers, *streamed),
@@ -220,8 +248,7 @@ async def run(ctx: RunContext) -> list[Result]:
                 "UpdateMetadata; every answer from one server process on loopback, on a port "
                 "(and so a connection) a broker, which shares the 2 cores (the round's wall "
                 "includes its work)",
-                "open streams: a design not built (a control stream a broker), the floor it "
-                "would have",
+                "open streams: the control stream's floor (no envelope, queue or retry)",
                 "CPU: this process's, gRPC's threads included, per broker per round; tracing off "
                 "(the default)",
             ),

@@ -105,7 +105,7 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
             except grpc.aio.AbortError:
                 raise
             except Exception as exc:  # the single broad catch: map or report, never leak
-                code, message, trailer = _status_for(exc, method)
+                code, message, trailer = status_for(exc, method)
             # The status is set and the call returns, outside the except block: aborting from
             # inside it chains the error (and the frames holding the request) into a cycle
             # that only the cyclic collector frees, so large refused requests piled up.
@@ -126,8 +126,9 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
         )
 
 
-def _status_for(exc: Exception, method: str) -> tuple[grpc.StatusCode, str, Trailer]:
-    """The status, bounded message and rich-details trailer a failed call answers with."""
+def status_for(exc: Exception, method: str) -> tuple[grpc.StatusCode, str, Trailer]:
+    """The status, bounded message and rich-details trailer a failed call answers with (the
+    control stream answers a failed request with the first two)."""
     code = status_of(exc)
     if code is None:
         log.exception("unhandled error in %s", method)

@@ -217,6 +217,20 @@ def decide(
     return None
 
 
+def refusal_for(
+    method: str, request: Any, context: grpc.aio.ServicerContext, trust_domain: str | None = None
+) -> Refusal | None:
+    """``decide`` for one request of a stream, which the interceptor checks only as the stream
+    opens (the control stream's LeaderAndIsr speaks for a controller as its unary call does)."""
+    auth = context.auth_context() or {}
+    refusal = decide(method, auth, SERVICE_ROLES, request, METHOD_CLAIMS, trust_domain)
+    if refusal is not None:
+        log.warning(
+            "refused %s from %s (%s): %s", method, context.peer(), _describe(auth), refusal.message
+        )
+    return refusal
+
+
 def _describe(auth: AuthContext) -> str:
     names = [v.decode(errors="replace") for v in auth.get("x509_common_name", ())]
     return ",".join(names) or "no certificate"

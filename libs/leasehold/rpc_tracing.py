@@ -17,12 +17,17 @@ true; the request metrics still count every one (``leasehold_broker_requests_tot
 Fetch's spans are started as any call's (so the server's is the client's child) and, when the
 answer has no records, never ended, which is what keeps them from being exported; a Fetch that
 moved a high watermark is kept (:func:`keep_current_call`).
+
+A request on the controller's control stream (``BrokerControlService.Control``) gets the spans
+its unary call would have (:func:`client_span`, :func:`server_span`), named after the unary
+method, its trace context carried in the request's envelope instead of the call metadata.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -97,6 +102,45 @@ def _finish(span: trace.Span, code: grpc.StatusCode) -> None:
     if code is not grpc.StatusCode.OK:
         span.set_status(Status(StatusCode.ERROR, code.name))
     span.end()
+
+
+class StreamedSpan:
+    """A span of one request on a stream, finished with the status it ended with."""
+
+    def __init__(self, span: trace.Span) -> None:
+        self.span = span
+        self.code = grpc.StatusCode.UNKNOWN  # until the holder says otherwise
+
+
+@contextlib.contextmanager
+def client_span(method: str, target: str, carrier: dict[str, str]) -> Iterator[StreamedSpan]:
+    """The CLIENT span of one request sent on a stream, its W3C context put in ``carrier``."""
+    span = _tracer().start_span(
+        span_name(method), kind=SpanKind.CLIENT, attributes={**rpc_attributes(method),
+                                                             **server_address(target)})  # fmt: skip
+    propagate.inject(carrier, context=trace.set_span_in_context(span))
+    held = StreamedSpan(span)
+    try:
+        yield held
+    finally:
+        _finish(span, held.code)
+
+
+@contextlib.contextmanager
+def server_span(
+    method: str, carrier: Mapping[str, str], peer: str | None
+) -> Iterator[StreamedSpan]:
+    """The SERVER span of one request taken from a stream, continuing the trace in
+    ``carrier``, current while the request is handled."""
+    span = _tracer().start_span(
+        span_name(method), context=propagate.extract(dict(carrier)), kind=SpanKind.SERVER,
+        attributes={**rpc_attributes(method), **client_address(peer)})  # fmt: skip
+    held = StreamedSpan(span)
+    try:
+        with trace.use_span(span, end_on_exit=False):
+            yield held
+    finally:
+        _finish(span, held.code)
 
 
 class ClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):

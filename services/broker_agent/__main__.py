@@ -29,6 +29,7 @@ async def serve(config: BrokerConfig) -> None:
     agent = BrokerAgent(config)
     agent.heap.enabled = True  # a process-wide collector setting: only in the process's main
     agent.renew_in_child = True  # the session's renewals in a process of its own
+    agent.request_metrics = RequestMetrics(agent.metrics.registry, "broker")
     runner: ServiceRunner
 
     async def on_start() -> None:
@@ -42,7 +43,7 @@ async def serve(config: BrokerConfig) -> None:
             on_start=on_start,
             on_stop=agent.stop,
             interceptors=[
-                RequestMetrics(agent.metrics.registry, "broker"),
+                agent.request_metrics,
                 RequestBoundsInterceptor(
                     counters(
                         config.max_partitions_per_request,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -19,13 +20,17 @@ from collections.abc import Awaitable, Callable
 import grpc
 
 from leasehold import metrics as metrics_server
-from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
+from leasehold import peer_auth
+from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.renewal_process import RenewalProcess
 from leasehold.group.v1 import group_pb2_grpc
 from leasehold.heap import HeapFreezer
+from leasehold.metrics import RequestMetrics
+from services.broker_agent.bounds import counters
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.control_fence import ControlFence
+from services.broker_agent.control_servicer import control_handlers
 from services.broker_agent.controller_client import ControllerClient
 from services.broker_agent.follower.fetch_state import FetcherSettings
 from services.broker_agent.follower.fetcher import ReplicaFetcher
@@ -152,6 +157,9 @@ class BrokerAgent:
         # rather than a thread; enabled by main, like the heap freezer.
         self.renew_in_child = False
         self.renewer: RenewalProcess | None = None
+        # The server's request metrics, given by main: requests on the controller's control
+        # stream are counted there as their unary calls are (``control_servicer``).
+        self.request_metrics: RequestMetrics | None = None
         self.configs.listeners.append(self._on_configs)
         self._configs_loaded = asyncio.Event()
 
@@ -224,9 +232,19 @@ class BrokerAgent:
             ),
             server,
         )
-        control_pb2_grpc.add_BrokerControlServiceServicer_to_server(
-            BrokerControlServicer(self.replicas, self.heap), server
+        cfg = self.config
+        control = BrokerControlServicer(
+            self.replicas,
+            self.heap,
+            bounds=counters(cfg.max_partitions_per_request, cfg.max_control_partitions_per_request),
+            observe=self.request_metrics.observe if self.request_metrics is not None else None,
+            authorize=(
+                functools.partial(peer_auth.refusal_for, trust_domain=cfg.common.cluster_id)
+                if cfg.common.tls.enabled
+                else None
+            ),
         )
+        server.add_generic_rpc_handlers((control_handlers(control),))
         group_pb2_grpc.add_GroupServiceServicer_to_server(
             GroupServicer(self.groups, self.config.broker_id), server
         )

@@ -3,20 +3,42 @@ UpdateMetadata, translated to the domain (``control_convert``) and handed to a
 ``control_state.ControlState`` — the real broker's ``ReplicaManager`` or a simulated broker's
 replicas, through the same code. The controller's requests are checked whole: any malformed
 partition fails them with INVALID_ARGUMENT and changes nothing.
+
+The three requests arrive as unary calls or on the controller's control stream
+(``BrokerControlService.Control``, one per controller and broker), which carries the same
+requests and answers in envelopes (``leasehold.control_stream``). Each request on the stream
+goes through what the unary call's interceptors do (the request bounds, the error mapping, a
+server span continuing the controller's trace, the request metrics), answered in order; the
+peer's role is checked once, when the stream opens (``peer_auth``). ``control_handlers``
+registers both ways with the same deserializers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from leasehold import metadata_digest
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from leasehold import (
+    control_stream,
+    grpc_errors,
+    metadata_digest,
+    peer_auth,
+    rpc_tracing,
+    telemetry,
+)
 from leasehold.broker.v1 import control_pb2, control_pb2_grpc
 from leasehold.errors import InvalidRequestError
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
+from leasehold.request_bounds import Counter, Counts, OverLimit
 from leasehold.validation import topic_name_problem
 from services.broker_agent import control_convert
 from services.broker_agent.control_state import ControlState
@@ -27,6 +49,11 @@ from services.broker_agent.model import (
     StopReplica,
     UpdateMetadata,
 )
+
+log = logging.getLogger(__name__)
+
+# (full method, request, context) -> why the peer may not make this request, or None.
+Authorize = Callable[[str, Any, grpc.aio.ServicerContext], "peer_auth.Refusal | None"]
 
 T = TypeVar("T")
 Request = TypeVar("Request", LeaderAndIsr, StopReplica, UpdateMetadata)
@@ -156,10 +183,22 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         decode_update_metadata: Callable[
             [control_pb2.UpdateMetadataRequest], UpdateMetadata
         ] = decode_update_metadata,
+        bounds: Mapping[str, Counter] | None = None,
+        observe: Callable[[str, str, float], None] | None = None,
+        authorize: Authorize | None = None,
     ) -> None:
         self._replicas = replicas
         self._heap = heap or HeapFreezer(enabled=False)
         self._decode_update_metadata = decode_update_metadata
+        # For requests on the control stream, which the unary interceptors do not see: the
+        # server's per-request limits (``RequestBoundsInterceptor``'s counters) and its
+        # request metrics (``RequestMetrics.observe``).
+        self._bounds = bounds or {}
+        self._observe = observe
+        # Under TLS, the peer check of each request's claim (its controller id must be the
+        # certificate's: ``peer_auth.refusal_for``), which the interceptor makes only as the
+        # stream opens.
+        self._authorize = authorize
 
     async def LeaderAndIsr(
         self, request: control_pb2.LeaderAndIsrRequest, context
@@ -216,3 +255,112 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
                 result = await apply(domain)
             self._heap.settle_after(len(domain.partitions))
             return await answer(result)
+
+    async def Control(
+        self,
+        request_iterator: AsyncIterator[bytes | control_pb2.ControlRequest],
+        context: grpc.aio.ServicerContext,
+        deserializers: Mapping[str, Callable[[bytes], Message]] | None = None,
+    ) -> AsyncIterator[bytes]:
+        """The control stream: each request handled as its unary call would be, in order, and
+        answered in an envelope (module docstring). An envelope that cannot be read ends the
+        stream with INVALID_ARGUMENT; a request that fails gets its status in its answer."""
+        deserializers = deserializers or DESERIALIZERS
+        async for data in request_iterator:
+            if isinstance(data, control_pb2.ControlRequest):  # registered by the generated code
+                data = data.SerializeToString()
+            try:
+                envelope = control_stream.decode_request(data)
+            except control_stream.EnvelopeError as exc:
+                log.warning("ending the control stream from %s: %s", context.peer(), exc)
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            yield await self._streamed(envelope, deserializers[envelope.kind], context)
+
+    async def _streamed(
+        self,
+        envelope: control_stream.Envelope,
+        deserialize: Callable[[bytes], Message],
+        context: grpc.aio.ServicerContext,
+    ) -> bytes:
+        kind = envelope.kind
+        method = f"/{SERVICE}/{kind}"
+        started = time.monotonic()
+        code, message, body = grpc.StatusCode.OK, "", None
+        traced = (
+            rpc_tracing.server_span(method, envelope.trace, context.peer())
+            if telemetry.enabled()
+            else contextlib.nullcontext()
+        )
+        with traced as span:
+            try:
+                request = deserialize(envelope.body)
+                refusal = self._authorize(method, request, context) if self._authorize else None
+                if refusal is not None:
+                    raise _Refused(refusal.code, refusal.message)
+                counter = self._bounds.get(method)
+                if counter is not None:
+                    counter(request, Counts(method))
+                response = await getattr(self, kind)(request, context)
+                body = response.SerializeToString()
+            except _Refused as refused:
+                code, message = refused.code, refused.message
+            except DecodeError:
+                code, message = grpc.StatusCode.INVALID_ARGUMENT, f"{kind} could not be decoded"
+            except OverLimit as exc:
+                log.warning("refused %s from %s: %s", method, context.peer(), exc)
+                code, message = grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+            except Exception as exc:  # mapped as the unary call's ErrorInterceptor maps it
+                code, message, _ = grpc_errors.status_for(exc, method)
+            if span is not None:
+                span.code = code
+        if self._observe is not None:
+            self._observe(kind, code.name, started)
+        return control_stream.encode_response(envelope.sequence, kind, body, code.value[0], message)
+
+
+class _Refused(Exception):
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        self.code, self.message = code, message
+
+
+SERVICE = control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
+DESERIALIZERS: Mapping[str, Callable[[bytes], Message]] = {
+    control_stream.LEADER_AND_ISR: control_pb2.LeaderAndIsrRequest.FromString,
+    control_stream.UPDATE_METADATA: control_pb2.UpdateMetadataRequest.FromString,
+    control_stream.STOP_REPLICA: control_pb2.StopReplicaRequest.FromString,
+}
+
+
+def control_handlers(
+    servicer: BrokerControlServicer,
+    update_metadata_deserializer: Callable[[bytes], Message] = (
+        control_pb2.UpdateMetadataRequest.FromString
+    ),
+) -> grpc.GenericRpcHandler:
+    """BrokerControlService: the three unary methods and the control stream, with one set of
+    request deserializers (a process of simulated brokers gives its own for UpdateMetadata,
+    ``simulation.sharing``). The stream's envelopes pass as bytes (``leasehold.control_stream``)."""
+    pb = control_pb2
+    deserializers = {**DESERIALIZERS, control_stream.UPDATE_METADATA: update_metadata_deserializer}
+
+    methods = {
+        "LeaderAndIsr": grpc.unary_unary_rpc_method_handler(
+            servicer.LeaderAndIsr,
+            request_deserializer=deserializers[control_stream.LEADER_AND_ISR],
+            response_serializer=pb.LeaderAndIsrResponse.SerializeToString,
+        ),
+        "StopReplica": grpc.unary_unary_rpc_method_handler(
+            servicer.StopReplica,
+            request_deserializer=deserializers[control_stream.STOP_REPLICA],
+            response_serializer=pb.StopReplicaResponse.SerializeToString,
+        ),
+        "UpdateMetadata": grpc.unary_unary_rpc_method_handler(
+            servicer.UpdateMetadata,
+            request_deserializer=update_metadata_deserializer,
+            response_serializer=pb.UpdateMetadataResponse.SerializeToString,
+        ),
+        "Control": grpc.stream_stream_rpc_method_handler(
+            functools.partial(servicer.Control, deserializers=deserializers)
+        ),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, methods)

@@ -21,6 +21,7 @@ import shutil
 import grpc
 import pytest
 
+from leasehold import control_stream
 from leasehold.admin.v1 import admin_pb2
 from leasehold.broker.v1 import broker_pb2, control_pb2, control_pb2_grpc
 from leasehold.channels import channel
@@ -189,6 +190,42 @@ async def test_every_rpc_with_every_identity(cluster, identity):
         (refused if denied else passed).append(name)
         assert denied != may, f"{identity} calling {name}: {code.name}"
     assert passed  # every identity may at least use the admin and client APIs
+
+
+# The control stream's requests, each speaking for a controller, and who may send it.
+STREAMED = [
+    (control_pb2.UpdateMetadataRequest(controller_id=1, controller_epoch=0), {CONTROLLER_1}),
+    (control_pb2.LeaderAndIsrRequest(controller_id=2, controller_epoch=0), {CONTROLLER_2}),
+    (control_pb2.StopReplicaRequest(controller_id=1, controller_epoch=0), {CONTROLLER_1}),
+]
+
+
+@pytest.mark.parametrize("identity", IDENTITIES, ids=lambda i: "-".join(map(str, i)))
+async def test_the_control_stream_checks_the_role_once_and_every_claim(cluster, identity):
+    """Only a controller may open it; on it, each request must speak for the certificate's own
+    controller id, as its unary call must (the refusal fails that request, not the stream)."""
+    certs = cluster.issue(*identity)
+    method = "/leasehold.broker.v1.BrokerControlService/Control"
+    async with channel(cluster.brokers[1].address, certs.tls()) as ch:
+        call = ch.stream_stream(method)()
+        if identity[0] != "controller":
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await call.read()
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            return
+        for sequence, (request, allowed) in enumerate(STREAMED, 1):
+            kind = type(request).__name__.removesuffix("Request")
+            await call.write(
+                control_stream.encode_request(sequence, kind, request.SerializeToString())
+            )
+            reply = control_pb2.ControlResponse.FromString(await call.read())
+            denied = reply.status_code == grpc.StatusCode.PERMISSION_DENIED.value[0]
+            assert denied != (identity in allowed), (kind, reply)
+            assert reply.sequence == sequence
+            if not denied:  # through the checks to the broker, which answers the stale epoch
+                answer = getattr(reply, reply.WhichOneof("response"))
+                assert answer.error_code != common_pb2.ERROR_CODE_NONE
+        call.cancel()
 
 
 async def test_a_broker_cannot_shut_another_down(cluster):

@@ -12,20 +12,20 @@ first accepted, when the last UpdateMetadata applied, and the bytes of every Upd
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import grpc
 
-from leasehold.broker.v1 import control_pb2, control_pb2_grpc
 from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.session import LeaseRenewer
 from leasehold.grpc_errors import ErrorInterceptor
 from leasehold.peer_auth import SERVICE_ROLES
-from leasehold.request_bounds import RequestBoundsInterceptor
+from leasehold.request_bounds import Counter, RequestBoundsInterceptor
 from leasehold.server import server_options
 from services.broker_agent.bounds import counters
 from services.broker_agent.control_fence import ControlFence
-from services.broker_agent.control_servicer import BrokerControlServicer
+from services.broker_agent.control_servicer import BrokerControlServicer, control_handlers
 from services.broker_agent.controller_client import ControllerClient
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import Code, Endpoint, TopicPartition
@@ -74,14 +74,21 @@ class ObservedControlServicer(BrokerControlServicer):
     """The real control servicer, with each call's outcome noted for the benchmark."""
 
     def __init__(
-        self, replicas: SimulatedReplicas, seen: Observation, sharing: Sharing | None = None
+        self,
+        replicas: SimulatedReplicas,
+        seen: Observation,
+        sharing: Sharing | None = None,
+        bounds: Mapping[str, Counter] | None = None,
     ) -> None:
         if sharing is None:
-            super().__init__(replicas)
+            super().__init__(replicas, bounds=bounds)
             self._received_bytes = lambda request: request.ByteSize()
         else:
             super().__init__(
-                replicas, sharing.heap, decode_update_metadata=sharing.decodes.update_metadata
+                replicas,
+                sharing.heap,
+                decode_update_metadata=sharing.decodes.update_metadata,
+                bounds=bounds,
             )
             self._received_bytes = sharing.decodes.received_bytes
         self._state = replicas
@@ -129,32 +136,6 @@ def prune_watch(seen: Observation, cache: MetadataCache, now: float) -> None:
         seen.cleared_at = now
 
 
-def control_handlers(servicer: BrokerControlServicer, sharing: Sharing) -> grpc.GenericRpcHandler:
-    """BrokerControlService as the generated registration serves it, but for UpdateMetadata's
-    deserializer: the process's, which parses only the header of a body it decoded already
-    (``sharing.SharedDecodes.deserialize``)."""
-    pb = control_pb2
-    methods = {
-        "LeaderAndIsr": grpc.unary_unary_rpc_method_handler(
-            servicer.LeaderAndIsr,
-            request_deserializer=pb.LeaderAndIsrRequest.FromString,
-            response_serializer=pb.LeaderAndIsrResponse.SerializeToString,
-        ),
-        "StopReplica": grpc.unary_unary_rpc_method_handler(
-            servicer.StopReplica,
-            request_deserializer=pb.StopReplicaRequest.FromString,
-            response_serializer=pb.StopReplicaResponse.SerializeToString,
-        ),
-        "UpdateMetadata": grpc.unary_unary_rpc_method_handler(
-            servicer.UpdateMetadata,
-            request_deserializer=sharing.decodes.deserialize,
-            response_serializer=pb.UpdateMetadataResponse.SerializeToString,
-        ),
-    }
-    name = pb.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
-    return grpc.method_handlers_generic_handler(name, methods)
-
-
 class SimulatedBroker:
     def __init__(
         self,
@@ -196,11 +177,14 @@ class SimulatedBroker:
             ],
             options=server_options(s.max_receive_bytes),
         )
-        servicer = ObservedControlServicer(self.replicas, self.seen, self.sharing)
+        servicer = ObservedControlServicer(self.replicas, self.seen, self.sharing, bounds)
         if self.sharing is None:
-            control_pb2_grpc.add_BrokerControlServiceServicer_to_server(servicer, server)
+            server.add_generic_rpc_handlers((control_handlers(servicer),))
         else:
-            server.add_generic_rpc_handlers((control_handlers(servicer, self.sharing),))
+            # UpdateMetadata's deserializer is the process's, which parses only the header of
+            # a body it decoded already (``sharing.SharedDecodes.deserialize``).
+            handlers = control_handlers(servicer, self.sharing.decodes.deserialize)
+            server.add_generic_rpc_handlers((handlers,))
         self.port = server.add_insecure_port(f"{self.host}:0")
         await server.start()
         self.server = server

@@ -12,6 +12,13 @@ queued requests have been handed to gRPC (which writes them from its own threads
 keeps the event loop busy: the failover waits so that its UpdateMetadata is on the wire before
 the state machines start.
 
+Requests go on one long-lived control stream per broker (``BrokerControlService.Control``,
+``_ControlStream``), each answered in order on it, with the deadline a unary call would have; a
+failed or timed-out exchange ends the stream and the retry opens a new one. A broker that
+answers UNIMPLEMENTED (one without the stream) is sent unary calls from then on. At a thousand
+brokers the per-request cost is the fan-out's wall: a unary call costs the controller about twice
+a message on an open stream (``bench.fanout``).
+
 Each queued batch remembers the trace context it was queued in (the controller event, itself
 possibly continuing an admin call's trace) and is sent under one ``controller.broker_requests``
 span, so the gRPC client spans, and the broker's server spans, join that trace.
@@ -39,11 +46,12 @@ import grpc
 from google.protobuf.message import Message
 from opentelemetry.context import Context
 
-from leasehold import channels, telemetry
+from leasehold import channels, control_stream, rpc_tracing, telemetry
 from leasehold.broker.v1 import control_pb2
 from leasehold.clock import Clock, LoopClock, sleep, wait_for
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
+from leasehold.grpc_errors import bounded
 from services.controller.core import BrokerInfo, BrokerRequests, LeaderAndIsrPartitionState
 from services.controller.delivery import wire
 from services.controller.delivery.metadata_cache import Held
@@ -86,6 +94,8 @@ class ChannelSettings:
     # (``max_control_partitions_per_request``, 250,000 by default), gRPC one above 64 MiB, and
     # a smaller page is taken, decoded and answered while the next is on its way.
     max_partitions_per_request: int = 50_000
+    # Send on a control stream a broker (module docstring); off, every request is a unary call.
+    control_stream: bool = True
 
     def timeout_for(self, partitions: int) -> float:
         return self.request_timeout_s + partitions * self.timeout_per_partition_s
@@ -126,6 +136,7 @@ class _Broker:
     sent: SentStates = field(default_factory=SentStates)  # queued this event (``sent_states``)
     last_of_batch: bool = False  # the request being sent is its batch's last
     more_coming: Callable[[], bool] = lambda: False  # the manager's ``expect_more`` is held
+    stream: _ControlStream | None = None  # None: unary calls
 
     def serialize(self, request: Request) -> bytes:
         """gRPC's request serialiser for this broker: notes that the current batch is issued
@@ -206,6 +217,8 @@ class ControllerChannelManager:
                 request_serializer=broker.serialize,
                 response_deserializer=response.FromString,
             )
+        if self.settings.control_stream:
+            broker.stream = _ControlStream(channel, f"{info.host}:{info.port}", self._clock)
         with telemetry.untraced():  # each batch is sent under the context it was queued in
             broker.task = asyncio.create_task(self._sender(broker), name=f"to-broker-{info.id}")
         self._brokers[info.id] = broker
@@ -221,6 +234,8 @@ class ControllerChannelManager:
             return
         if broker.task is not None:
             broker.task.cancel()
+        if broker.stream is not None:
+            broker.stream.close()
         broker.on_progress(broker)  # nobody waits for its answers any more (``wait_answered``)
         asyncio.get_running_loop().create_task(broker.channel.close())
 
@@ -575,7 +590,18 @@ class ControllerChannelManager:
             await self._open.wait()
             attempts += 1
             try:
-                return await method(request, timeout=timeout), attempts
+                stream = broker.stream
+                if stream is None:
+                    return await method(request, timeout=timeout), attempts
+                try:
+                    return await stream.ask(kind, broker.serialize(request), timeout), attempts
+                except _NoStream:
+                    log.info(
+                        "broker %d has no control stream; sending it unary calls", broker.info.id
+                    )
+                    broker.stream = None
+                    attempts -= 1
+                    continue
             except grpc.aio.AioRpcError as e:
                 self.failures += 1
                 log.warning(
@@ -593,11 +619,124 @@ class ControllerChannelManager:
         for b in brokers:
             if b.task is not None:
                 b.task.cancel()
+            if b.stream is not None:
+                b.stream.close()
         for b in brokers:
             if b.task is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await b.task
             await b.channel.close()
+
+
+class _NoStream(Exception):
+    """The broker does not serve the control stream."""
+
+
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def _failed(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
+    """A failed exchange on the stream, as the unary call's error would say it."""
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+
+
+class _ControlStream:
+    """The control stream to one broker: one request at a time (the sender's), each written
+    in its envelope and its answer read back before the next. Opened at the first request and
+    after any failed exchange, which ends it: a broker that restarts or misses a deadline gets
+    a new stream, and the retry's answer cannot be confused with the old request's."""
+
+    def __init__(self, channel: grpc.aio.Channel, target: str, clock: Clock) -> None:
+        # Envelopes pass as bytes both ways (``leasehold.control_stream``).
+        self._open = channel.stream_stream(f"/{_SERVICE}/Control")
+        self._target = target
+        self._clock = clock
+        self._call: grpc.aio.StreamStreamCall | None = None
+        self._sequence = 0
+
+    def close(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+            self._call = None
+
+    async def ask(self, kind: str, body: bytes, timeout: float) -> Message:
+        """The broker's answer to ``body`` (a ``kind`` request, encoded); ``AioRpcError`` as a
+        unary call's (DEADLINE_EXCEEDED after ``timeout``), ``_NoStream`` if not served."""
+        carrier: dict[str, str] = {}
+        if not telemetry.enabled():
+            return await self._exchange(kind, body, timeout, carrier)
+        with rpc_tracing.client_span(f"/{_SERVICE}/{kind}", self._target, carrier) as span:
+            try:
+                answer = await self._exchange(kind, body, timeout, carrier)
+            except grpc.aio.AioRpcError as e:
+                span.code = e.code()
+                raise
+            span.code = grpc.StatusCode.OK
+            return answer
+
+    async def _exchange(
+        self, kind: str, body: bytes, timeout: float, trace: dict[str, str]
+    ) -> Message:
+        call = self._call
+        fresh = call is None
+        if call is None:
+            call = self._call = self._open()
+        self._sequence += 1
+        sequence = self._sequence
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            call.cancel()
+
+        deadline = self._clock.call_later(max(timeout, 0.0), expire)
+        try:
+            await call.write(control_stream.encode_request(sequence, kind, body, trace))
+            data = await call.read()
+        except (asyncio.CancelledError, grpc.aio.AioRpcError, asyncio.InvalidStateError) as e:
+            self._drop(call)
+            if expired:
+                raise _failed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
+            if isinstance(e, grpc.aio.AioRpcError):
+                if fresh and e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    raise _NoStream from None
+                raise
+            if isinstance(e, asyncio.InvalidStateError):  # the broker ended it since the last
+                raise _failed(grpc.StatusCode.UNAVAILABLE, "the control stream had ended") from None
+            raise
+        finally:
+            deadline.cancel()
+        if data is grpc.aio.EOF:
+            self._drop(call)
+            raise _failed(grpc.StatusCode.UNAVAILABLE, "the broker ended the control stream")
+        reply = control_pb2.ControlResponse.FromString(data)
+        if reply.sequence != sequence:
+            self._drop(call)
+            raise _failed(
+                grpc.StatusCode.INTERNAL,
+                f"control stream answer {reply.sequence} to request {sequence}",
+            )
+        if reply.status_code:
+            code = _CODES.get(reply.status_code, grpc.StatusCode.UNKNOWN)
+            raise _failed(code, bounded(reply.status_message))
+        field = _ANSWER_FIELDS[kind]
+        if reply.WhichOneof("response") != field:
+            self._drop(call)
+            raise _failed(grpc.StatusCode.INTERNAL, f"control stream answer to {kind} has none")
+        return getattr(reply, field)
+
+    def _drop(self, call: grpc.aio.StreamStreamCall) -> None:
+        call.cancel()
+        if self._call is call:
+            self._call = None
+
+
+_ANSWER_FIELDS = {
+    LEADER_AND_ISR: "leader_and_isr",
+    UPDATE_METADATA: "update_metadata",
+    STOP_REPLICA: "stop_replica",
+}
 
 
 @dataclass(eq=False)

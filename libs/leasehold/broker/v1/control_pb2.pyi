@@ -7,6 +7,43 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ControlRequest(_message.Message):
+    __slots__ = ("sequence", "leader_and_isr", "update_metadata", "stop_replica", "trace_context")
+    class TraceContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_AND_ISR_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_METADATA_FIELD_NUMBER: _ClassVar[int]
+    STOP_REPLICA_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    leader_and_isr: LeaderAndIsrRequest
+    update_metadata: UpdateMetadataRequest
+    stop_replica: StopReplicaRequest
+    trace_context: _containers.ScalarMap[str, str]
+    def __init__(self, sequence: _Optional[int] = ..., leader_and_isr: _Optional[_Union[LeaderAndIsrRequest, _Mapping]] = ..., update_metadata: _Optional[_Union[UpdateMetadataRequest, _Mapping]] = ..., stop_replica: _Optional[_Union[StopReplicaRequest, _Mapping]] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ControlResponse(_message.Message):
+    __slots__ = ("sequence", "leader_and_isr", "update_metadata", "stop_replica", "status_code", "status_message")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_AND_ISR_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_METADATA_FIELD_NUMBER: _ClassVar[int]
+    STOP_REPLICA_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    leader_and_isr: LeaderAndIsrResponse
+    update_metadata: UpdateMetadataResponse
+    stop_replica: StopReplicaResponse
+    status_code: int
+    status_message: str
+    def __init__(self, sequence: _Optional[int] = ..., leader_and_isr: _Optional[_Union[LeaderAndIsrResponse, _Mapping]] = ..., update_metadata: _Optional[_Union[UpdateMetadataResponse, _Mapping]] = ..., stop_replica: _Optional[_Union[StopReplicaResponse, _Mapping]] = ..., status_code: _Optional[int] = ..., status_message: _Optional[str] = ...) -> None: ...
+
 class LeaderAndIsrPartitionState(_message.Message):
     __slots__ = ("topic", "topic_id", "partition", "controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch", "replicas", "adding_replicas", "removing_replicas", "is_new", "leader_recovery_state")
     TOPIC_FIELD_NUMBER: _ClassVar[int]

@@ -50,6 +50,11 @@ class BrokerControlServiceStub:
                 request_serializer=leasehold_dot_broker_dot_v1_dot_control__pb2.UpdateMetadataRequest.SerializeToString,
                 response_deserializer=leasehold_dot_broker_dot_v1_dot_control__pb2.UpdateMetadataResponse.FromString,
                 _registered_method=True)
+        self.Control = channel.stream_stream(
+                '/leasehold.broker.v1.BrokerControlService/Control',
+                request_serializer=leasehold_dot_broker_dot_v1_dot_control__pb2.ControlRequest.SerializeToString,
+                response_deserializer=leasehold_dot_broker_dot_v1_dot_control__pb2.ControlResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerControlServiceServicer:
@@ -77,6 +82,17 @@ class BrokerControlServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Control(self, request_iterator, context):
+        """Control carries the same three requests on one long-lived stream, each answered on the
+        reply stream in the order sent: what the unary methods do, without a call's set-up per
+        request (the controller tells a thousand brokers of each change, and a unary call costs it
+        about twice a message on an open stream). The controller opens one per broker and falls
+        back to the unary methods when a broker answers UNIMPLEMENTED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerControlServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +110,11 @@ def add_BrokerControlServiceServicer_to_server(servicer, server):
                     servicer.UpdateMetadata,
                     request_deserializer=leasehold_dot_broker_dot_v1_dot_control__pb2.UpdateMetadataRequest.FromString,
                     response_serializer=leasehold_dot_broker_dot_v1_dot_control__pb2.UpdateMetadataResponse.SerializeToString,
+            ),
+            'Control': grpc.stream_stream_rpc_method_handler(
+                    servicer.Control,
+                    request_deserializer=leasehold_dot_broker_dot_v1_dot_control__pb2.ControlRequest.FromString,
+                    response_serializer=leasehold_dot_broker_dot_v1_dot_control__pb2.ControlResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +199,33 @@ class BrokerControlService:
             '/leasehold.broker.v1.BrokerControlService/UpdateMetadata',
             leasehold_dot_broker_dot_v1_dot_control__pb2.UpdateMetadataRequest.SerializeToString,
             leasehold_dot_broker_dot_v1_dot_control__pb2.UpdateMetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Control(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/leasehold.broker.v1.BrokerControlService/Control',
+            leasehold_dot_broker_dot_v1_dot_control__pb2.ControlRequest.SerializeToString,
+            leasehold_dot_broker_dot_v1_dot_control__pb2.ControlResponse.FromString,
             options,
             channel_credentials,
             insecure,

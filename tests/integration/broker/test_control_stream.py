@@ -1,0 +1,337 @@
+"""The control stream (``BrokerControlService.Control``) between the controller's channel
+manager and the broker's control servicer, over real gRPC on loopback.
+
+The stream must answer every request as the unary call does (the same answers for the parity
+sequence of ``test_control_simulated_parity``), carry the unary call's limits and errors per
+request without ending, end on an envelope it cannot read, time out on the manager's clock and
+reopen, and give way to unary calls for a broker that does not serve it. The envelopes are
+written by hand on both ends; they must be the generated classes' bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from leasehold import control_stream
+from leasehold.broker.v1 import control_pb2, control_pb2_grpc
+from leasehold.clock import ManualClock
+from leasehold.common.v1 import common_pb2
+from leasehold.request_bounds import RequestBoundsInterceptor
+from leasehold.testing.wait import until
+from services.broker_agent.bounds import counters
+from services.broker_agent.control_servicer import BrokerControlServicer, control_handlers
+from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.simulation.replicas import SimulatedReplicas
+from services.controller.core import BrokerInfo
+from services.controller.delivery.channels import (
+    ChannelSettings,
+    ControllerChannelManager,
+    _ControlStream,
+)
+
+SERVICE = "leasehold.broker.v1.BrokerControlService"
+KIND_OF = {
+    control_pb2.LeaderAndIsrRequest: control_stream.LEADER_AND_ISR,
+    control_pb2.StopReplicaRequest: control_stream.STOP_REPLICA,
+    control_pb2.UpdateMetadataRequest: control_stream.UPDATE_METADATA,
+}
+LIMIT = 4  # control partitions a request may name on the test broker
+
+
+# ---------------------------------------------------------------- the envelopes, byte for byte
+
+
+def test_a_request_envelope_is_the_generated_message_and_reads_back() -> None:
+    inner = control_pb2.UpdateMetadataRequest(controller_epoch=3, broker_epoch=9)
+    body = inner.SerializeToString()
+    trace = {"traceparent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01"}
+    data = control_stream.encode_request(300, control_stream.UPDATE_METADATA, body, trace)
+    expected = control_pb2.ControlRequest(sequence=300, update_metadata=inner, trace_context=trace)
+    assert data == expected.SerializeToString()
+    envelope = control_stream.decode_request(expected.SerializeToString())
+    assert (envelope.sequence, envelope.kind, envelope.body, envelope.trace) == (
+        300,
+        control_stream.UPDATE_METADATA,
+        body,
+        trace,
+    )
+
+
+@pytest.mark.parametrize("kind", list(control_stream.FIELDS))
+def test_every_kind_travels_in_its_own_field(kind: str) -> None:
+    data = control_stream.encode_request(1, kind, b"")
+    field = control_pb2.ControlRequest.FromString(data).WhichOneof("request")
+    assert (
+        control_stream.FIELDS[kind]
+        == control_pb2.ControlRequest.DESCRIPTOR.fields_by_name[field].number
+    )
+    assert control_stream.decode_request(data).kind == kind
+
+
+def test_a_response_envelope_is_the_generated_message() -> None:
+    answer = control_pb2.LeaderAndIsrResponse(error_code=common_pb2.ERROR_CODE_NONE)
+    data = control_stream.encode_response(
+        7, control_stream.LEADER_AND_ISR, answer.SerializeToString()
+    )
+    assert (
+        data == control_pb2.ControlResponse(sequence=7, leader_and_isr=answer).SerializeToString()
+    )
+    failed = control_stream.encode_response(8, control_stream.STOP_REPLICA, None, 3, "too many")
+    reply = control_pb2.ControlResponse.FromString(failed)
+    assert (reply.sequence, reply.WhichOneof("response"), reply.status_code) == (8, None, 3)
+    assert reply.status_message == "too many"
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (control_pb2.ControlRequest(sequence=1).SerializeToString(), "no request"),
+        (control_stream.encode_request(1, "LeaderAndIsr", b"x" * 10)[:-3], "past the end"),
+        (b"\x08\xff\xff", "varint"),
+        (b"\x0b", "wire type"),
+        (
+            control_pb2.ControlRequest(
+                sequence=1, stop_replica={}, trace_context={"k": "v" * 5000}
+            ).SerializeToString(),
+            "over 4096 bytes",
+        ),
+    ],
+)
+def test_an_unreadable_envelope_says_why(data: bytes, problem: str) -> None:
+    with pytest.raises(control_stream.EnvelopeError, match=problem):
+        control_stream.decode_request(data)
+
+
+# ---------------------------------------------------------------- over gRPC
+
+
+class Broker:
+    """A simulated broker's control servicer served on loopback, recording the methods called."""
+
+    def __init__(self, stream: bool = True, block: asyncio.Event | None = None) -> None:
+        self.methods: list[str] = []
+        self.replicas = SimulatedReplicas(1, MetadataCache())
+        self.replicas.broker_epoch = 7
+        self.servicer = BrokerControlServicer(self.replicas, bounds=counters(LIMIT, LIMIT))
+        self.stream = stream
+        self.block = block  # LeaderAndIsr waits for it
+        self.received = asyncio.Event()
+        self.server: grpc.aio.Server | None = None
+        self.port = 0
+
+    async def start(self) -> Broker:
+        broker = self
+
+        class Recorder(grpc.aio.ServerInterceptor):
+            async def intercept_service(self, continuation, details):
+                broker.methods.append(details.method.rsplit("/", 1)[-1])
+                return await continuation(details)
+
+        server = grpc.aio.server(
+            interceptors=[Recorder(), RequestBoundsInterceptor(counters(LIMIT, LIMIT))]
+        )
+        if self.stream:
+            server.add_generic_rpc_handlers((control_handlers(self.servicer),))
+        else:  # a broker from before the stream: the generated registration of the unary ones
+            control_pb2_grpc.add_BrokerControlServiceServicer_to_server(_Unary(self), server)
+        if self.block is not None:
+            inner = self.servicer.LeaderAndIsr
+
+            async def blocked(request, context):
+                self.received.set()
+                await self.block.wait()
+                return await inner(request, context)
+
+            self.servicer.LeaderAndIsr = blocked  # type: ignore[method-assign]
+        self.port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        self.server = server
+        return self
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            await self.server.stop(0)
+
+
+class _Unary(control_pb2_grpc.BrokerControlServiceServicer):
+    """The unary methods only (``Control`` is the generated base's: UNIMPLEMENTED)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._servicer = broker.servicer
+
+    async def LeaderAndIsr(self, request, context):
+        return await self._servicer.LeaderAndIsr(request, context)
+
+    async def StopReplica(self, request, context):
+        return await self._servicer.StopReplica(request, context)
+
+    async def UpdateMetadata(self, request, context):
+        return await self._servicer.UpdateMetadata(request, context)
+
+
+@pytest.fixture
+async def served():
+    started: list[Broker] = []
+
+    async def make(**kw) -> Broker:
+        broker = await Broker(**kw).start()
+        started.append(broker)
+        return broker
+
+    yield make
+    for broker in started:
+        await broker.stop()
+
+
+async def _answers(port: int, stream: bool, requests) -> tuple[list, ControllerChannelManager]:
+    answers: list = []
+    settings = ChannelSettings("127.0.0.1", 1, control_stream=stream)
+    manager = ControllerChannelManager(settings, lambda b, k, req, resp: answers.append(resp))
+    manager.add_broker(BrokerInfo(1, "127.0.0.1", port))
+    for request in requests:
+        manager.send(1, KIND_OF[type(request)], request)
+    assert await manager.wait_answered(30.0)
+    return answers, manager
+
+
+async def test_the_stream_answers_the_parity_sequence_as_unary_calls_do(served) -> None:
+    from tests.unit.broker.test_control_simulated_parity import SEQUENCE
+
+    on_stream, unary = await served(), await served()
+    streamed, manager = await _answers(on_stream.port, True, SEQUENCE)
+    called, unary_manager = await _answers(unary.port, False, SEQUENCE)
+    try:
+        assert streamed == called and len(streamed) == len(SEQUENCE)
+        assert on_stream.methods == ["Control"]  # one stream carried every request
+        assert unary.methods == [KIND_OF[type(r)] for r in SEQUENCE]
+        assert on_stream.replicas.metadata.digest() == unary.replicas.metadata.digest()
+        assert manager.failures == 0
+    finally:
+        await manager.close()
+        await unary_manager.close()
+
+
+async def test_a_broker_without_the_stream_is_sent_unary_calls(served) -> None:
+    from tests.unit.broker.test_control_simulated_parity import SEQUENCE
+
+    old = await served(stream=False)
+    answers, manager = await _answers(old.port, True, SEQUENCE[:3])
+    try:
+        assert len(answers) == 3 and manager.failures == 0
+        assert old.methods == ["Control", *(KIND_OF[type(r)] for r in SEQUENCE[:3])]
+        assert manager._brokers[1].stream is None  # asked once, not again
+    finally:
+        await manager.close()
+
+
+def _lai(partitions: int) -> control_pb2.LeaderAndIsrRequest:
+    return control_pb2.LeaderAndIsrRequest(
+        controller_id=100,
+        controller_epoch=1,
+        broker_epoch=7,
+        partition_states=[
+            control_pb2.LeaderAndIsrPartitionState(
+                topic="t", partition=p, leader=1, leader_epoch=1, isr=[1], replicas=[1]
+            )
+            for p in range(partitions)
+        ],
+    )
+
+
+async def test_a_request_over_a_limit_fails_alone_and_the_stream_goes_on(served) -> None:
+    broker = await served()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{broker.port}") as channel:
+        call = channel.stream_stream(f"/{SERVICE}/Control")()
+        over = _lai(LIMIT + 1).SerializeToString()
+        await call.write(control_stream.encode_request(1, "LeaderAndIsr", over))
+        refused = control_pb2.ControlResponse.FromString(await call.read())
+        assert refused.status_code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        assert "--max-control-partitions-per-request" in refused.status_message
+        assert refused.WhichOneof("response") is None and broker.replicas.partitions == {}
+
+        await call.write(control_stream.encode_request(2, "LeaderAndIsr", b"\xff"))
+        garbled = control_pb2.ControlResponse.FromString(await call.read())
+        assert garbled.status_code == grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        assert garbled.status_message == "LeaderAndIsr could not be decoded"
+
+        fits = _lai(LIMIT).SerializeToString()
+        await call.write(control_stream.encode_request(3, "LeaderAndIsr", fits))
+        answer = control_pb2.ControlResponse.FromString(await call.read())
+        assert (answer.sequence, answer.status_code) == (3, 0)
+        assert answer.leader_and_isr.error_code == common_pb2.ERROR_CODE_NONE
+        assert len(broker.replicas.partitions) == LIMIT
+
+        await call.write(b"\x0b")  # not an envelope: the stream ends
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await call.read()
+        assert ended.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "wire type" in (ended.value.details() or "")
+
+
+async def test_an_unanswered_request_times_out_on_the_clock_and_the_retry_reopens(served) -> None:
+    release = asyncio.Event()
+    broker = await served(block=release)
+    clock = ManualClock()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{broker.port}") as channel:
+        stream = _ControlStream(channel, f"127.0.0.1:{broker.port}", clock)
+        body = _lai(1).SerializeToString()
+        asked = asyncio.ensure_future(stream.ask("LeaderAndIsr", body, 10.0))
+        await asyncio.wait_for(broker.received.wait(), 10)
+        clock.advance(9.9)
+        await asyncio.sleep(0)
+        assert not asked.done()
+        clock.advance(0.2)
+        with pytest.raises(grpc.aio.AioRpcError) as late:
+            await asked
+        assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+        release.set()
+        answer = await stream.ask("LeaderAndIsr", body, 10.0)
+        assert answer.error_code == common_pb2.ERROR_CODE_NONE
+        assert broker.methods == ["Control", "Control"]  # the retry opened a new stream
+        assert clock.pending == 0
+        stream.close()
+
+
+async def test_a_stream_the_broker_ended_fails_the_next_request_and_the_retry_reopens() -> None:
+    """A broker that ends the stream between requests (restarting its server, say): the next
+    request fails as a unary call to it would (UNAVAILABLE, retried by the sender), not with an
+    error the sender does not expect, and the retry opens a new stream."""
+    opened = 0
+    answer = control_pb2.StopReplicaResponse().SerializeToString()
+
+    async def one_then_end(requests, _context):
+        nonlocal opened
+        opened += 1
+        async for data in requests:
+            envelope = control_stream.decode_request(data)
+            yield control_stream.encode_response(envelope.sequence, envelope.kind, answer)
+            return
+
+    server = grpc.aio.server()
+    handlers = {"Control": grpc.stream_stream_rpc_method_handler(one_then_end)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
+            await stream.ask("StopReplica", b"", 10.0)
+            call = stream._call
+            assert call is not None
+
+            async def ended_here() -> bool:  # the server's end of the stream reached us
+                return call.done()
+
+            await until(ended_here, timeout=10, what="the stream's end")
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await stream.ask("StopReplica", b"", 10.0)
+            assert ended.value.code() == grpc.StatusCode.UNAVAILABLE, ended.value.details()
+            await stream.ask("StopReplica", b"", 10.0)
+            assert opened == 2
+            stream.close()
+    finally:
+        await server.stop(0)
