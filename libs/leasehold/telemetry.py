@@ -13,7 +13,9 @@ gRPC server and client calls are traced by :mod:`leasehold.rpc_tracing`'s interc
 ``client.address`` on servers), except health checks and reflection, idle long-poll Fetches (no
 records: counted in metrics, not traced) and etcd calls (the etcd channel never gets an
 interceptor). A client call made while a span is current carries that span's context in its
-``traceparent`` metadata.
+``traceparent`` metadata. A request on the controller's control stream to a broker
+(``BrokerControlService.Control``) gets the spans its unary call would (``.../LeaderAndIsr``,
+client and server), its context carried in the request's envelope.
 
 One operator action is one trace: the admin service stores the W3C context of its call in the etcd
 intent or TopicAssignment it writes (:func:`inject`); the controller's ``controller.event`` span

@@ -335,3 +335,36 @@ async def test_a_stream_the_broker_ended_fails_the_next_request_and_the_retry_re
             stream.close()
     finally:
         await server.stop(0)
+
+
+@pytest.mark.parametrize(
+    ("reply", "details"),
+    [
+        (b"\x0b", "unreadable control stream answer"),
+        (control_stream.encode_response(99, "StopReplica", b""), "answer 99 to request 1"),
+        (control_stream.encode_response(1, "LeaderAndIsr", b""), "answer to StopReplica has none"),
+    ],
+)
+async def test_a_wrong_answer_fails_the_request_and_ends_the_stream(reply, details) -> None:
+    """What the broker answers is read defensively: garbage, another request's sequence or
+    another kind's answer fail the request as INTERNAL (the sender retries) and end the stream."""
+
+    async def wrong(requests, _context):
+        async for _data in requests:
+            yield reply
+
+    server = grpc.aio.server()
+    handlers = {"Control": grpc.stream_stream_rpc_method_handler(wrong)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await stream.ask("StopReplica", b"", 10.0)
+            assert failed.value.code() == grpc.StatusCode.INTERNAL
+            assert details in (failed.value.details() or "")
+            assert stream._call is None
+    finally:
+        await server.stop(0)
