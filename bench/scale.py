@@ -393,7 +393,13 @@ async def one_size(
         rows,
         mem,
         [
-            f"{per} simulated brokers per process; fence: {fence}"
+            f"{per} simulated brokers per process; fence: {fence}; controller to brokers: "
+            + (
+                "a unary call a request (LEASEHOLD_CONTROL_STREAM=false)"
+                if os.environ.get("LEASEHOLD_CONTROL_STREAM", "true").lower()
+                in ("0", "false", "no", "off")
+                else "a control stream a broker (the default)"
+            )
             + (f"; simulation processes at {fleet_nice}" if nice else "")
             + (
                 f"; {' and '.join(prioritized)} at real-time priority (SCHED_RR)"

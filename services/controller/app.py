@@ -211,6 +211,7 @@ class ControllerApp:
             request_timeout_s=cfg.request_timeout_s,
             backoff_s=cfg.retry_backoff_s,
             backoff_max_s=cfg.retry_backoff_max_s,
+            control_stream=cfg.control_stream,
         )
         return ControllerChannelManager(settings, self._on_response)
 

@@ -60,6 +60,9 @@ class ControllerConfig:
     # alone, the reference the fast one is tested against; "full", the fast one sending every
     # partition in full at failover (``services.controller.delivery``).
     delivery: str = "fast"
+    # Requests to each broker on one control stream (``BrokerControlService.Control``), else a
+    # unary call each (``services.controller.delivery.channels``).
+    control_stream: bool = True
     # __consumer_offsets, created on a broker's first need of it (Kafka's offsets.topic.*):
     # the replication factor is capped at the live brokers then.
     offsets_topic_num_partitions: int = 50
@@ -151,6 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=env("DELIVERY", "fast"),
         help="how requests reach the brokers: fast (default) or plain (generated classes only)",
     )
+    a(
+        "--control-stream",
+        action=argparse.BooleanOptionalAction,
+        default=env("CONTROL_STREAM", "true").lower() not in ("0", "false", "no", "off"),
+        help="send each broker's requests on one long-lived stream (default), or a unary call "
+        "each (--no-control-stream)",
+    )
     a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
     a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))
     a(
@@ -198,6 +208,7 @@ def parse_args(
         heartbeat_interval_s=ns.heartbeat_interval,
         advertised_tls_name=ns.advertised_tls_name,
         delivery=ns.delivery,
+        control_stream=ns.control_stream,
         controller_id_source=source,
         offsets_topic_num_partitions=ns.offsets_topic_num_partitions,
         offsets_topic_replication_factor=ns.offsets_topic_replication_factor,
