@@ -140,9 +140,23 @@ class _Broker:
     stream: _ControlStream | None = None  # None: unary calls
 
     def serialize(self, request: Request) -> bytes:
-        """gRPC's request serialiser for this broker: notes that the current batch is issued
-        (and a digest-first UpdateMetadata sent in full, that it has settled), and marks the
-        request ``nothing_queued`` when it is the last this broker has to go (module
+        """gRPC's request serialiser for this broker (unary calls): ``encode``, and notes that
+        the current batch is issued. gRPC calls it as the call starts, and hands the bytes to
+        its core, which writes them from its own threads, before the event loop runs anything
+        else."""
+        data = self.encode(request)
+        self.mark_issued()
+        return data
+
+    def mark_issued(self) -> None:
+        """The current batch's request is in gRPC's hands (``wait_issued``)."""
+        if self.sending > self.issued:
+            self.issued = self.sending
+            self.on_progress(self)
+
+    def encode(self, request: Request) -> bytes:
+        """The request's bytes (a digest-first UpdateMetadata sent in full is noted as
+        settled), marked ``nothing_queued`` when it is the last this broker has to go (module
         docstring)."""
         parts: tuple[bytes, ...]
         if isinstance(request, wire.EncodedRequest):
@@ -155,9 +169,6 @@ class _Broker:
             parts = request.build().parts
         else:
             parts = (request.SerializeToString(),)
-        if self.sending > self.issued:
-            self.issued = self.sending
-            self.on_progress(self)
         if self.last_of_batch and self.queue.empty() and not self.more_coming():
             parts = (*parts, NOTHING_QUEUED)
         return b"".join(parts)
@@ -595,7 +606,11 @@ class ControllerChannelManager:
                 if stream is None:
                     return await method(request, timeout=timeout), attempts
                 try:
-                    return await stream.ask(kind, broker.serialize(request), timeout), attempts
+                    # Issued as gRPC takes the write, not before: a new stream's first write
+                    # waits for the event loop (its headers go first), which a caller of
+                    # ``wait_issued`` is about to hold for long.
+                    body = broker.encode(request)
+                    return await stream.ask(kind, body, timeout, broker.mark_issued), attempts
                 except _NoStream:
                     log.info(
                         "broker %d has no control stream; sending it unary calls", broker.info.id
@@ -641,6 +656,19 @@ def _failed(code: grpc.StatusCode, details: str) -> grpc.aio.AioRpcError:
     return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
 
 
+@dataclass(frozen=True)
+class _Outgoing:
+    data: bytes
+    written: Callable[[], None]
+
+
+def _hand_over(outgoing: _Outgoing) -> bytes:
+    """The stream's request serialiser: gRPC calls it as it starts the write, which its core
+    then carries out from its own threads (a unary call's serialiser marks the same moment)."""
+    outgoing.written()
+    return outgoing.data
+
+
 class _ControlStream:
     """The control stream to one broker: one request at a time (the sender's), each written
     in its envelope and its answer read back before the next. Opened at the first request and
@@ -649,7 +677,7 @@ class _ControlStream:
 
     def __init__(self, channel: grpc.aio.Channel, target: str, clock: Clock) -> None:
         # Envelopes pass as bytes both ways (``leasehold.control_stream``).
-        self._open = channel.stream_stream(f"/{_SERVICE}/Control")
+        self._open = channel.stream_stream(f"/{_SERVICE}/Control", request_serializer=_hand_over)
         self._target = target
         self._clock = clock
         self._call: grpc.aio.StreamStreamCall | None = None
@@ -660,15 +688,22 @@ class _ControlStream:
             self._call.cancel()
             self._call = None
 
-    async def ask(self, kind: str, body: bytes, timeout: float) -> Message:
-        """The broker's answer to ``body`` (a ``kind`` request, encoded); ``AioRpcError`` as a
-        unary call's (DEADLINE_EXCEEDED after ``timeout``), ``_NoStream`` if not served."""
+    async def ask(
+        self,
+        kind: str,
+        body: bytes,
+        timeout: float,
+        written: Callable[[], None] = lambda: None,
+    ) -> Message:
+        """The broker's answer to ``body`` (a ``kind`` request, encoded), ``written`` called as
+        gRPC takes it; ``AioRpcError`` as a unary call's (DEADLINE_EXCEEDED after
+        ``timeout``), ``_NoStream`` if not served."""
         carrier: dict[str, str] = {}
         if not telemetry.enabled():
-            return await self._exchange(kind, body, timeout, carrier)
+            return await self._exchange(kind, body, timeout, carrier, written)
         with rpc_tracing.client_span(f"/{_SERVICE}/{kind}", self._target, carrier) as span:
             try:
-                answer = await self._exchange(kind, body, timeout, carrier)
+                answer = await self._exchange(kind, body, timeout, carrier, written)
             except grpc.aio.AioRpcError as e:
                 span.code = e.code()
                 raise
@@ -676,7 +711,12 @@ class _ControlStream:
             return answer
 
     async def _exchange(
-        self, kind: str, body: bytes, timeout: float, trace: dict[str, str]
+        self,
+        kind: str,
+        body: bytes,
+        timeout: float,
+        trace: dict[str, str],
+        written: Callable[[], None],
     ) -> Message:
         call = self._call
         fresh = call is None
@@ -693,7 +733,8 @@ class _ControlStream:
 
         deadline = self._clock.call_later(max(timeout, 0.0), expire)
         try:
-            await call.write(control_stream.encode_request(sequence, kind, body, trace))
+            envelope = control_stream.encode_request(sequence, kind, body, trace)
+            await call.write(_Outgoing(envelope, written))
             data = await call.read()
         except (asyncio.CancelledError, grpc.aio.AioRpcError, asyncio.InvalidStateError) as e:
             self._drop(call)

@@ -30,6 +30,7 @@ from services.controller.delivery.channels import (
     ChannelSettings,
     ControllerChannelManager,
     _ControlStream,
+    _hand_over,
 )
 
 SERVICE = "leasehold.broker.v1.BrokerControlService"
@@ -368,3 +369,40 @@ async def test_a_wrong_answer_fails_the_request_and_ends_the_stream(reply, detai
             assert stream._call is None
     finally:
         await server.stop(0)
+
+
+async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
+    """``wait_issued`` means "in gRPC's hands": a caller then holds the event loop for long (a
+    failover's state machines). A new stream's first write waits for the loop (its headers go
+    first), so the request must not count as issued before gRPC takes the write; marked
+    earlier, a failover's UpdateMetadata sat unsent behind the state machines."""
+    clock = ManualClock()
+    settings = ChannelSettings("127.0.0.1", 1)
+    manager = ControllerChannelManager(settings, lambda *a: None, clock=clock)
+    manager.add_broker(BrokerInfo(1, "127.0.0.1", 1))
+    broker = manager._brokers[1]
+    headers_sent = asyncio.Event()
+    answer = control_stream.encode_response(1, "StopReplica", b"")
+
+    class HeldCall:  # a stream whose first write waits for its headers
+        async def write(self, outgoing) -> None:
+            await headers_sent.wait()
+            _hand_over(outgoing)
+
+        async def read(self) -> bytes:
+            return answer
+
+        def cancel(self) -> None:
+            pass
+
+    assert broker.stream is not None
+    broker.stream._open = HeldCall  # type: ignore[method-assign]
+    manager.send(1, "StopReplica", control_pb2.StopReplicaRequest(controller_epoch=1))
+    waiting = asyncio.ensure_future(manager.wait_issued(5.0))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not waiting.done() and broker.issued == 0
+    headers_sent.set()
+    assert await waiting and broker.issued == 1
+    assert await manager.wait_answered(5.0)
+    await manager.close()
