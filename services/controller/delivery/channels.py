@@ -644,6 +644,11 @@ class ControllerChannelManager:
             await b.channel.close()
 
 
+# A control stream's deadline that fires this late (the event loop was held) waits this much
+# longer for an answer already received to be read.
+LATE_DEADLINE_S = 0.1
+
+
 class _NoStream(Exception):
     """The broker does not serve the control stream."""
 
@@ -724,14 +729,23 @@ class _ControlStream:
             call = self._call = self._open()
         self._sequence += 1
         sequence = self._sequence
-        expired = False
+        expired = graced = False
+        clock = self._clock
+        due = clock.now() + max(timeout, 0.0)
 
         def expire() -> None:
-            nonlocal expired
+            nonlocal expired, graced, deadline
+            if not graced and clock.now() - due > LATE_DEADLINE_S:
+                # The loop was held past the deadline (a long computation): an answer that
+                # came meanwhile is still waiting to be read. gRPC's own deadline (a unary
+                # call's) would have seen it come; give it a moment to be read.
+                graced = True
+                deadline = clock.call_later(LATE_DEADLINE_S, expire)
+                return
             expired = True
             call.cancel()
 
-        deadline = self._clock.call_later(max(timeout, 0.0), expire)
+        deadline = clock.call_later(max(timeout, 0.0), expire)
         try:
             envelope = control_stream.encode_request(sequence, kind, body, trace)
             await call.write(_Outgoing(envelope, written))

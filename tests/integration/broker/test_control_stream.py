@@ -11,6 +11,7 @@ written by hand on both ends; they must be the generated classes' bytes.
 from __future__ import annotations
 
 import asyncio
+import heapq
 
 import grpc
 import pytest
@@ -27,6 +28,7 @@ from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.simulation.replicas import SimulatedReplicas
 from services.controller.core import BrokerInfo
 from services.controller.delivery.channels import (
+    LATE_DEADLINE_S,
     ChannelSettings,
     ControllerChannelManager,
     _ControlStream,
@@ -406,3 +408,49 @@ async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
     assert await waiting and broker.issued == 1
     assert await manager.wait_answered(5.0)
     await manager.close()
+
+
+class HeldLoopClock(ManualClock):
+    """A clock whose due callbacks run only once the whole stretch has passed, late: what an
+    event loop held by a long computation does to its timers."""
+
+    def advance(self, seconds: float) -> None:
+        self._now += seconds
+        while self._due and self._due[0][0] <= self._now:
+            _, _, timer, callback, args = heapq.heappop(self._due)
+            if not timer.cancelled:
+                callback(*args)
+
+
+async def test_a_deadline_that_fires_late_lets_an_answer_already_come_be_read(served) -> None:
+    """A unary call's deadline is gRPC's: an answer that arrives in time counts even if the
+    event loop was busy then. The stream's deadline is a timer on the loop, so after a long
+    hold it fires with the answer waiting to be read: it gives that answer a moment first."""
+    release = asyncio.Event()
+    broker = await served(block=release)
+    clock = HeldLoopClock()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{broker.port}") as channel:
+        stream = _ControlStream(channel, f"127.0.0.1:{broker.port}", clock)
+        asked = asyncio.ensure_future(stream.ask("LeaderAndIsr", _lai(1).SerializeToString(), 10))
+        await asyncio.wait_for(broker.received.wait(), 10)
+        release.set()  # the broker answers in time...
+        clock.advance(15.0)  # ...while the loop is held past the deadline
+        answer = await asked
+        assert answer.error_code == common_pb2.ERROR_CODE_NONE
+        assert broker.methods == ["Control"]  # not cancelled and retried
+
+        # Late with no answer coming: the deadline holds, a moment later.
+        blocked = asyncio.Event()
+        broker.block = blocked
+        broker.received.clear()
+        asked = asyncio.ensure_future(stream.ask("LeaderAndIsr", _lai(1).SerializeToString(), 10))
+        await asyncio.wait_for(broker.received.wait(), 10)
+        clock.advance(15.0)
+        await asyncio.sleep(0)
+        assert not asked.done()
+        clock.advance(LATE_DEADLINE_S)
+        with pytest.raises(grpc.aio.AioRpcError) as late:
+            await asked
+        assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        blocked.set()
+        stream.close()
