@@ -379,7 +379,7 @@ async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
     first), so the request must not count as issued before gRPC takes the write; marked
     earlier, a failover's UpdateMetadata sat unsent behind the state machines."""
     clock = ManualClock()
-    settings = ChannelSettings("127.0.0.1", 1)
+    settings = ChannelSettings("127.0.0.1", 1, control_stream=True)
     manager = ControllerChannelManager(settings, lambda *a: None, clock=clock)
     manager.add_broker(BrokerInfo(1, "127.0.0.1", 1))
     broker = manager._brokers[1]
