@@ -607,7 +607,17 @@ class ControllerChannelManager:
             attempts += 1
             try:
                 stream = broker.stream
-                if stream is None:
+                if stream is not None and stream.unsupported:
+                    log.info(
+                        "broker %d has no control stream; sending it unary calls", broker.info.id
+                    )
+                    broker.stream = stream = None
+                if stream is None or not stream.ready:
+                    # Until its stream is open, a unary call: a new stream's first request
+                    # takes more turns of the event loop than a unary call, and a new
+                    # controller opens one to every broker while its failover holds the loop.
+                    if stream is not None:
+                        stream.prepare()
                     return await method(request, timeout=timeout), attempts
                 try:
                     # Issued as gRPC takes the write, not before: a new stream's first write
@@ -690,12 +700,45 @@ class _ControlStream:
         self._target = target
         self._clock = clock
         self._call: grpc.aio.StreamStreamCall | None = None
+        self._exchanged = 0  # on the current call
+        self._connected = False  # the current call's headers are sent
+        self._opening: asyncio.Task | None = None
+        self.unsupported = False  # the broker answered UNIMPLEMENTED
         self._sequence = 0
 
+    @property
+    def ready(self) -> bool:
+        """Open, its headers sent: a request on it costs a write and a read."""
+        return self._call is not None and self._connected
+
+    def prepare(self) -> None:
+        """Open the stream in the background, if not open or opening."""
+        if self._call is None and (self._opening is None or self._opening.done()):
+            with telemetry.untraced():
+                self._opening = asyncio.get_running_loop().create_task(self._connect())
+
+    async def _connect(self) -> None:
+        call = self._call = self._open()
+        self._exchanged = 0
+        try:
+            await call.wait_for_connection()
+        except grpc.aio.AioRpcError as e:
+            self._drop(call)
+            self.unsupported = e.code() == grpc.StatusCode.UNIMPLEMENTED
+            return
+        except asyncio.CancelledError:
+            self._drop(call)
+            raise
+        if self._call is call:
+            self._connected = True
+
     def close(self) -> None:
+        if self._opening is not None:
+            self._opening.cancel()
         if self._call is not None:
             self._call.cancel()
             self._call = None
+            self._connected = False
 
     async def ask(
         self,
@@ -728,9 +771,11 @@ class _ControlStream:
         written: Callable[[], None],
     ) -> Message:
         call = self._call
-        fresh = call is None
         if call is None:
             call = self._call = self._open()
+            self._exchanged = 0
+        fresh = self._exchanged == 0
+        self._exchanged += 1
         self._sequence += 1
         sequence = self._sequence
         expired = graced = False
@@ -760,6 +805,7 @@ class _ControlStream:
                 raise _failed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
             if isinstance(e, grpc.aio.AioRpcError):
                 if fresh and e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    self.unsupported = True
                     raise _NoStream from None
                 raise
             if isinstance(e, asyncio.InvalidStateError):  # the broker ended it since the last
@@ -767,6 +813,8 @@ class _ControlStream:
             raise
         finally:
             deadline.cancel()
+        if self._call is call:
+            self._connected = True
         if data is grpc.aio.EOF:
             self._drop(call)
             raise _failed(grpc.StatusCode.UNAVAILABLE, "the broker ended the control stream")
@@ -794,6 +842,7 @@ class _ControlStream:
         call.cancel()
         if self._call is call:
             self._call = None
+            self._connected = False
 
 
 _ANSWER_FIELDS = {

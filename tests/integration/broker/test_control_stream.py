@@ -194,6 +194,12 @@ async def _answers(port: int, stream: bool, requests) -> tuple[list, ControllerC
     settings = ChannelSettings("127.0.0.1", 1, control_stream=stream)
     manager = ControllerChannelManager(settings, lambda b, k, req, resp: answers.append(resp))
     manager.add_broker(BrokerInfo(1, "127.0.0.1", port))
+    stream = manager._brokers[1].stream
+    if stream is not None:  # open before the first request, which would otherwise go unary
+        stream.prepare()
+        assert stream._opening is not None
+        await stream._opening
+        assert stream.ready
     for request in requests:
         manager.send(1, KIND_OF[type(request)], request)
     assert await manager.wait_answered(30.0)
@@ -224,7 +230,7 @@ async def test_a_broker_without_the_stream_is_sent_unary_calls(served) -> None:
     answers, manager = await _answers(old.port, True, SEQUENCE[:3])
     try:
         assert len(answers) == 3 and manager.failures == 0
-        assert old.methods == ["Control", *(KIND_OF[type(r)] for r in SEQUENCE[:3])]
+        assert sorted(old.methods) == sorted(["Control", *(KIND_OF[type(r)] for r in SEQUENCE[:3])])
         assert manager._brokers[1].stream is None  # asked once, not again
     finally:
         await manager.close()
@@ -398,7 +404,8 @@ async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
             pass
 
     assert broker.stream is not None
-    broker.stream._open = HeldCall  # type: ignore[method-assign]
+    broker.stream._call = HeldCall()  # type: ignore[assignment]
+    broker.stream._connected = True
     manager.send(1, "StopReplica", control_pb2.StopReplicaRequest(controller_epoch=1))
     waiting = asyncio.ensure_future(manager.wait_issued(5.0))
     for _ in range(20):
@@ -454,3 +461,32 @@ async def test_a_deadline_that_fires_late_lets_an_answer_already_come_be_read(se
         assert late.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         blocked.set()
         stream.close()
+
+
+async def test_a_brokers_first_request_goes_unary_while_its_stream_opens(served) -> None:
+    """A new controller opens a stream to every broker at once while its failover holds the
+    event loop; a new stream's first request takes more turns of it than a unary call. So the
+    first request to a broker is a unary call, its stream opening meanwhile, and the next go
+    on the stream."""
+    from tests.unit.broker.test_control_simulated_parity import SEQUENCE
+
+    broker = await served()
+    answers: list = []
+    settings = ChannelSettings("127.0.0.1", 1, control_stream=True)
+    manager = ControllerChannelManager(settings, lambda b, k, req, resp: answers.append(resp))
+    manager.add_broker(BrokerInfo(1, "127.0.0.1", broker.port))
+    try:
+        first = SEQUENCE[0]
+        manager.send(1, KIND_OF[type(first)], first)
+        assert await manager.wait_answered(30.0)
+        stream = manager._brokers[1].stream
+        assert stream is not None and stream._opening is not None
+        await stream._opening
+        assert sorted(broker.methods) == sorted(["Control", KIND_OF[type(first)]])
+        for request in SEQUENCE[1:]:
+            manager.send(1, KIND_OF[type(request)], request)
+        assert await manager.wait_answered(30.0)
+        assert len(answers) == len(SEQUENCE) and manager.failures == 0
+        assert len(broker.methods) == 2  # the rest on the stream
+    finally:
+        await manager.close()
