@@ -15,13 +15,15 @@ the state machines start.
 With ``control_stream`` (``--control-stream``; off by default) requests go on one long-lived
 control stream per broker (``BrokerControlService.Control``, ``_ControlStream``), each answered
 in order on it, with the deadline a unary call would have; a failed or timed-out exchange ends
-the stream and the retry opens a new one. A broker that answers UNIMPLEMENTED (one without the
-stream) is sent unary calls from then on. At a thousand brokers the per-request cost is the
-fan-out's wall: a unary call costs the controller about a third more CPU than a request on its
-stream (``bench.fanout``). But a new stream's first request takes more turns of the event loop
-than a unary call (headers, then the message, then the answer), and a failover opens a stream
-to every broker at once while its state machines hold the loop: at 1,000 simulated brokers the
-failover took twice as long on streams, which is why they are not the default
+the stream and the retry opens a new one. Until a broker's stream is open (in the background,
+from its first request on) its requests are unary calls. A broker that answers UNIMPLEMENTED
+(one without the stream) is sent unary calls from then on. At a thousand brokers the
+per-request cost is the fan-out's wall: a unary call costs the controller about a third more
+CPU than a request on its stream (``bench.fanout``). But a new stream's first request takes
+more turns of the event loop than a unary call (headers, then the message, then the answer),
+and a failover opens a stream to every broker at once while its state machines hold the loop:
+at 1,000 simulated brokers the failover took 4.5-5.7 s on streams, 2.7 s with each broker's
+first request unary, 1.9-2.1 s with unary calls alone, which is why they are not the default
 (``bench/README.md``, Walls).
 
 Each queued batch remembers the trace context it was queued in (the controller event, itself
