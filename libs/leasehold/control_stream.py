@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from leasehold.fastwire import length_delimited, tag, varint
+
 LEADER_AND_ISR = "LeaderAndIsr"
 UPDATE_METADATA = "UpdateMetadata"
 STOP_REPLICA = "StopReplica"
@@ -24,6 +26,9 @@ FIELDS: Mapping[str, int] = {LEADER_AND_ISR: 2, UPDATE_METADATA: 3, STOP_REPLICA
 KINDS: Mapping[int, str] = {n: kind for kind, n in FIELDS.items()}
 _SEQUENCE, _TRACE, _STATUS, _MESSAGE = 1, 5, 5, 6
 _VARINT, _LEN = 0, 2
+_SEQUENCE_KEY = tag(_SEQUENCE, _VARINT)
+_BODY_KEYS = {kind: tag(n, _LEN) for kind, n in FIELDS.items()}
+_TRACE_KEY, _NAME_KEY, _VALUE_KEY = tag(_TRACE, _LEN), tag(1, _LEN), tag(2, _LEN)
 # A trace context is two short headers; more than this is not one.
 MAX_TRACE_BYTES = 4096
 
@@ -32,34 +37,16 @@ class EnvelopeError(ValueError):
     """The bytes are not a control envelope this end can read (the message says what)."""
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _key(field: int, wire_type: int) -> bytes:
-    return _varint(field << 3 | wire_type)
-
-
-def _length_delimited(field: int, data: bytes) -> bytes:
-    return _key(field, _LEN) + _varint(len(data)) + data
-
-
 def encode_request(
     sequence: int, kind: str, body: bytes, trace: Mapping[str, str] | None = None
 ) -> bytes:
     """A ``ControlRequest`` carrying ``body`` (the encoded request of ``kind``)."""
-    parts = [_key(_SEQUENCE, _VARINT), _varint(sequence), _length_delimited(FIELDS[kind], body)]
+    parts = [_SEQUENCE_KEY, varint(sequence), length_delimited(_BODY_KEYS[kind], body)]
     for name, value in (trace or {}).items():
-        entry = _length_delimited(1, name.encode()) + _length_delimited(2, value.encode())
-        parts.append(_length_delimited(_TRACE, entry))
+        entry = length_delimited(_NAME_KEY, name.encode()) + length_delimited(
+            _VALUE_KEY, value.encode()
+        )
+        parts.append(length_delimited(_TRACE_KEY, entry))
     return b"".join(parts)
 
 
@@ -68,13 +55,13 @@ def encode_response(
 ) -> bytes:
     """A ``ControlResponse``: the answer ``body`` of ``kind``, or (``body`` None) a failed
     request's status."""
-    parts = [_key(_SEQUENCE, _VARINT), _varint(sequence)]
+    parts = [_SEQUENCE_KEY, varint(sequence)]
     if body is not None:
-        parts.append(_length_delimited(FIELDS[kind], body))
+        parts.append(length_delimited(_BODY_KEYS[kind], body))
     if status_code:
-        parts += [_key(_STATUS, _VARINT), _varint(status_code)]
+        parts += [tag(_STATUS, _VARINT), varint(status_code)]
     if message:
-        parts.append(_length_delimited(_MESSAGE, message.encode()))
+        parts.append(length_delimited(tag(_MESSAGE, _LEN), message.encode()))
     return b"".join(parts)
 
 

@@ -11,7 +11,9 @@ written by hand on both ends; they must be the generated classes' bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -109,6 +111,20 @@ def test_an_unreadable_envelope_says_why(data: bytes, problem: str) -> None:
 
 
 # ---------------------------------------------------------------- over gRPC
+
+
+@contextlib.asynccontextmanager
+async def serving_control(handler) -> AsyncIterator[int]:
+    """A server whose BrokerControlService has only ``handler`` as its Control stream; its port."""
+    server = grpc.aio.server()
+    handlers = {"Control": grpc.stream_stream_rpc_method_handler(handler)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        yield port
+    finally:
+        await server.stop(0)
 
 
 class Broker:
@@ -320,12 +336,7 @@ async def test_a_stream_the_broker_ended_fails_the_next_request_and_the_retry_re
             yield control_stream.encode_response(envelope.sequence, envelope.kind, answer)
             return
 
-    server = grpc.aio.server()
-    handlers = {"Control": grpc.stream_stream_rpc_method_handler(one_then_end)}
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
+    async with serving_control(one_then_end) as port:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
             await stream.ask("StopReplica", b"", 10.0)
@@ -342,8 +353,6 @@ async def test_a_stream_the_broker_ended_fails_the_next_request_and_the_retry_re
             await stream.ask("StopReplica", b"", 10.0)
             assert opened == 2
             stream.close()
-    finally:
-        await server.stop(0)
 
 
 @pytest.mark.parametrize(
@@ -362,12 +371,7 @@ async def test_a_wrong_answer_fails_the_request_and_ends_the_stream(reply, detai
         async for _data in requests:
             yield reply
 
-    server = grpc.aio.server()
-    handlers = {"Control": grpc.stream_stream_rpc_method_handler(wrong)}
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
+    async with serving_control(wrong) as port:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
             with pytest.raises(grpc.aio.AioRpcError) as failed:
@@ -375,8 +379,6 @@ async def test_a_wrong_answer_fails_the_request_and_ends_the_stream(reply, detai
             assert failed.value.code() == grpc.StatusCode.INTERNAL
             assert details in (failed.value.details() or "")
             assert stream._call is None
-    finally:
-        await server.stop(0)
 
 
 async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
