@@ -113,6 +113,9 @@ class RecordingChannels(ControllerChannelManager):
         if broker is not None and broker.task is not None:
             broker.task.cancel()
 
+    def _connect_ahead(self, broker: _Broker) -> None:
+        return None  # no channel to connect
+
     def _method(self, broker: _Broker, kind: str):
         def call(request, timeout=None):
             async def invoke():

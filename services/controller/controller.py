@@ -8,7 +8,9 @@ partitions (a broker's liveness changed, thousands of elections were committed) 
 ``CACHE_REFRESH_DELAY_S`` later instead, in one pass for everything that changed meanwhile, so
 the standby does not compete for CPU with the active controller and the brokers while a broker
 failure's elections are applied and told. A failover re-encodes whatever is still pending
-before it sends. (The cache and its encoding belong to the delivery: ``delivery``.)
+before it sends. (The cache and its encoding belong to the delivery: ``delivery``.) A standby
+also keeps a channel to every registered broker connected, its control stream open where the
+controller sends on streams, and the term it wins starts on them (``delivery.keep_ready``).
 
 ``execute`` is the decide-commit-apply pipeline every flow uses (ARCHITECTURE §5): commit the
 plan's partition-state writes in fenced batched transactions, apply the plan to the context with
@@ -236,6 +238,8 @@ class Controller:
                 await self._on_epoch_change(event)
             elif not self.active:
                 apply_warm(self.ctx, self.view, event)
+                if isinstance(event, ev.BrokerChange):
+                    self.delivery.keep_ready(self.ctx.brokers.values())
             else:
                 await f.on_metadata(event)
         elif isinstance(event, ev.Synced):
@@ -412,6 +416,7 @@ class Controller:
                 self._rebuild()
         if rebuild:
             self.role.standby()
+            self.delivery.keep_ready(self.ctx.brokers.values())
 
     def _rebuild(self) -> None:
         """A fresh context without the active controller's volatile state (shutting-down

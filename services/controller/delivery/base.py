@@ -12,25 +12,46 @@ from services.controller.delivery.channels import ControllerChannelManager
 
 class ChannelsOfTheTerm:
     """Opens the channels when a term starts and closes them when it ends; broker changes in
-    between go to them."""
+    between go to them. A standby keeps channels to the registered brokers connected
+    (``keep_ready``), and the term it wins starts on them."""
 
     def __init__(self, channel_factory: Callable[[], ControllerChannelManager]) -> None:
         self._factory = channel_factory
         self.channels: ControllerChannelManager | None = None
+        # A standby's channels, connected ahead of a failover; nothing is sent on them.
+        self._ready: ControllerChannelManager | None = None
         self.heap = HeapFreezer(enabled=False)  # the service's main enables it
 
     def open(self, brokers: Iterable[BrokerInfo], *, held: bool) -> None:
-        """A channel to every broker; ``held``: nothing leaves until ``release``."""
-        self.channels = self._factory()
+        """A channel to every broker (the standby's, where it kept them); ``held``: nothing
+        leaves until ``release``."""
+        channels, self._ready = self._ready, None
+        if channels is None:
+            channels = self._factory()
+        self.channels = channels
         if held:
-            self.channels.hold()
-        for info in brokers:
-            self.channels.add_broker(info)
+            channels.hold()
+        else:
+            channels.release()
+        channels.track(brokers)
+
+    def keep_ready(self, brokers: Iterable[BrokerInfo]) -> None:
+        """Out of office: channels to exactly ``brokers``, connected now, and their control
+        streams open, so that a failover's first requests to them neither wait for 1,000
+        connections nor go unary while the streams open. Nothing is sent on them."""
+        if self.channels is not None:
+            return
+        if self._ready is None:
+            self._ready = self._factory()
+            self._ready.hold()
+        self._ready.track(brokers)
 
     async def close(self) -> None:
-        if self.channels is not None:
-            channels, self.channels = self.channels, None
-            await channels.close()
+        """Close the term's channels and the standby's."""
+        both, self.channels, self._ready = (self.channels, self._ready), None, None
+        for channels in both:
+            if channels is not None:
+                await channels.close()
 
     def add_broker(self, info: BrokerInfo) -> None:
         if self.channels is not None:

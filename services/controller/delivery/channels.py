@@ -46,7 +46,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import grpc
@@ -264,6 +264,26 @@ class ControllerChannelManager:
             self.add_broker(info)
         else:
             current.info = info
+
+    def track(self, brokers: Iterable[BrokerInfo]) -> None:
+        """Channels to exactly ``brokers`` (added, removed, reconnected where an endpoint
+        changed), each asked to connect now, and its control stream opened, rather than at its
+        first request (``_connect_ahead``)."""
+        wanted = {info.id: info for info in brokers}
+        for broker_id in self._brokers.keys() - wanted.keys():
+            self.remove_broker(broker_id)
+        for info in wanted.values():
+            self.update_broker(info)
+        for broker in self._brokers.values():
+            self._connect_ahead(broker)
+
+    def _connect_ahead(self, broker: _Broker) -> None:
+        """Start connecting the broker's channel, and opening its control stream, if not done:
+        a channel connects at its first call otherwise, and a new controller's first round to
+        1,000 brokers then pays every connection on its failover's path."""
+        broker.channel.get_state(try_to_connect=True)
+        if broker.stream is not None and not broker.stream.unsupported:
+            broker.stream.prepare()
 
     def more_coming(self) -> bool:
         """Someone holds ``expect_more``."""
@@ -719,9 +739,17 @@ class _ControlStream:
             with telemetry.untraced():
                 self._opening = asyncio.get_running_loop().create_task(self._connect())
 
-    async def _connect(self) -> None:
+    def _new_call(self) -> grpc.aio.StreamStreamCall:
+        """A new stream, forgotten as soon as it ends (the broker restarted, the connection
+        broke): the next request then goes unary while another opens, rather than failing on a
+        stream that is gone."""
         call = self._call = self._open()
         self._exchanged = 0
+        call.add_done_callback(self._drop)
+        return call
+
+    async def _connect(self) -> None:
+        call = self._new_call()
         try:
             await call.wait_for_connection()
         except grpc.aio.AioRpcError as e:
@@ -774,8 +802,7 @@ class _ControlStream:
     ) -> Message:
         call = self._call
         if call is None:
-            call = self._call = self._open()
-            self._exchanged = 0
+            call = self._new_call()
         fresh = self._exchanged == 0
         self._exchanged += 1
         self._sequence += 1

@@ -321,10 +321,10 @@ async def test_an_unanswered_request_times_out_on_the_clock_and_the_retry_reopen
         stream.close()
 
 
-async def test_a_stream_the_broker_ended_fails_the_next_request_and_the_retry_reopens() -> None:
-    """A broker that ends the stream between requests (restarting its server, say): the next
-    request fails as a unary call to it would (UNAVAILABLE, retried by the sender), not with an
-    error the sender does not expect, and the retry opens a new stream."""
+async def test_a_stream_the_broker_ended_is_forgotten_and_the_next_request_opens_another() -> None:
+    """A broker that ends the stream between requests (restarting its server, say): the stream
+    is forgotten as its end arrives, so the manager's next request goes unary while another
+    opens, and a request asked of it directly opens a new one, rather than failing on the old."""
     opened = 0
     answer = control_pb2.StopReplicaResponse().SerializeToString()
 
@@ -341,17 +341,46 @@ async def test_a_stream_the_broker_ended_fails_the_next_request_and_the_retry_re
             stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
             await stream.ask("StopReplica", b"", 10.0)
             call = stream._call
-            assert call is not None
+            assert call is not None and stream.ready
 
             async def ended_here() -> bool:  # the server's end of the stream reached us
                 return call.done()
 
             await until(ended_here, timeout=10, what="the stream's end")
+            assert stream._call is None and not stream.ready
+            await stream.ask("StopReplica", b"", 10.0)
+            assert opened == 2
+            stream.close()
+
+
+async def test_writing_to_a_stream_that_ended_unseen_fails_as_unavailable() -> None:
+    """A stream whose end has not been seen yet when the next request is written to it (it
+    ended between the two): the request fails as a unary call to the broker would
+    (UNAVAILABLE, retried by the sender), not with an error the sender does not expect."""
+    answer = control_pb2.StopReplicaResponse().SerializeToString()
+
+    async def one_then_end(requests, _context):
+        async for data in requests:
+            envelope = control_stream.decode_request(data)
+            yield control_stream.encode_response(envelope.sequence, envelope.kind, answer)
+            return
+
+    async with serving_control(one_then_end) as port:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
+            await stream.ask("StopReplica", b"", 10.0)
+            call = stream._call
+            assert call is not None
+
+            async def ended_here() -> bool:
+                return call.done()
+
+            await until(ended_here, timeout=10, what="the stream's end")
+            stream._call, stream._exchanged = call, 1  # as if its end were still on its way
             with pytest.raises(grpc.aio.AioRpcError) as ended:
                 await stream.ask("StopReplica", b"", 10.0)
             assert ended.value.code() == grpc.StatusCode.UNAVAILABLE, ended.value.details()
-            await stream.ask("StopReplica", b"", 10.0)
-            assert opened == 2
+            assert stream._call is None
             stream.close()
 
 
@@ -490,5 +519,72 @@ async def test_a_brokers_first_request_goes_unary_while_its_stream_opens(served)
         assert await manager.wait_answered(30.0)
         assert len(answers) == len(SEQUENCE) and manager.failures == 0
         assert len(broker.methods) == 2  # the rest on the stream
+    finally:
+        await manager.close()
+
+
+async def test_tracked_brokers_are_connected_and_their_streams_open_before_any_request(
+    served,
+) -> None:
+    """A standby's channels (``track``): every broker's stream opens with nothing sent, so the
+    term's first request to each goes on it; a broker no longer tracked is closed."""
+    from tests.unit.broker.test_control_simulated_parity import SEQUENCE
+
+    first, second = await served(), await served()
+    answers: list = []
+    settings = ChannelSettings("127.0.0.1", 1, control_stream=True)
+    manager = ControllerChannelManager(settings, lambda b, k, req, resp: answers.append(resp))
+    manager.hold()
+    manager.track([BrokerInfo(1, "127.0.0.1", first.port), BrokerInfo(2, "127.0.0.1", second.port)])
+    try:
+
+        async def open_to_both() -> bool:
+            ready = all(b.stream is not None and b.stream.ready for b in manager._brokers.values())
+            return ready and bool(first.methods) and bool(second.methods)
+
+        await until(open_to_both, timeout=10, what="both streams open at both brokers")
+        assert first.methods == second.methods == ["Control"]
+        assert first.replicas.metadata.digest() == MetadataCache().digest()  # nothing sent
+        manager.track([BrokerInfo(1, "127.0.0.1", first.port)])
+        assert manager.broker_ids == {1}
+        manager.release()
+        for request in SEQUENCE[:3]:
+            manager.send(1, KIND_OF[type(request)], request)
+        assert await manager.wait_answered(30.0)
+        assert len(answers) == 3 and manager.failures == 0
+        assert first.methods == ["Control"]  # the first request too went on the stream
+    finally:
+        await manager.close()
+
+
+async def test_a_stream_that_ends_while_idle_sends_the_next_request_unary(served) -> None:
+    """A broker restarting between requests ends its stream: the manager's next request goes
+    as a unary call at once (no failed attempt), and a new stream opens behind it."""
+    from tests.unit.broker.test_control_simulated_parity import SEQUENCE
+
+    broker = await served()
+    answers, manager = await _answers(broker.port, True, SEQUENCE[:1])
+    try:
+        stream = manager._brokers[1].stream
+        assert stream is not None and stream._call is not None
+        stream._call.cancel()  # as the connection's loss ends it
+
+        async def forgotten() -> bool:
+            return not stream.ready
+
+        await until(forgotten, timeout=10, what="the stream forgotten")
+        manager.send(1, KIND_OF[type(SEQUENCE[1])], SEQUENCE[1])
+        assert await manager.wait_answered(30.0)
+        assert manager.failures == 0 and len(answers) == 2
+        assert stream._opening is not None
+        await stream._opening
+        assert stream.ready  # the new stream, opened beside the unary call
+
+        async def reached_the_broker() -> bool:
+            return len(broker.methods) == 3
+
+        await until(reached_the_broker, timeout=10, what="the new stream at the broker")
+        assert broker.methods[0] == "Control"
+        assert sorted(broker.methods[1:]) == sorted(["Control", KIND_OF[type(SEQUENCE[1])]])
     finally:
         await manager.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bench.controller_micro import RecordingChannels
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2
 from leasehold.etcd.keys import Keyspace
@@ -43,7 +44,7 @@ def _controller(tmp_path) -> tuple[Controller, Clock]:
         _Store(),  # type: ignore[arg-type]
         StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
         lambda: [],
-        lambda: None,  # type: ignore[arg-type,return-value]
+        RecordingChannels,
     )
     c.put = lambda e: None
     clock = Clock()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.controller_micro import RecordingChannels
 from leasehold.clock import ManualClock
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
@@ -36,7 +37,7 @@ def _standby(tmp_path, puts: list) -> Controller:
         _Store(),  # type: ignore[arg-type]
         StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
         lambda: [],
-        lambda: None,  # type: ignore[arg-type,return-value]
+        RecordingChannels,
         clock=ManualClock(),
     )
     c.put = puts.append
@@ -127,7 +128,7 @@ async def test_batches_while_a_refresh_is_due_wait_for_it(tmp_path):
         _Store(),  # type: ignore[arg-type]
         StateChangeLog("", controller_id=1),
         lambda: [],
-        lambda: None,  # type: ignore[arg-type,return-value]
+        RecordingChannels,
     )
     await _feed(
         fresh, [ev.BrokerChange(registered=BROKERS[1:]), *_topic(CACHE_REFRESH_AT_ONCE, 1, 10)]
