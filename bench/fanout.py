@@ -13,9 +13,9 @@ address share one connection, which makes a call ~40% cheaper than to B hosts).
 - **the controller's channel manager** (``ControllerChannelManager``): the request queued to
   each broker's sender task, as a controller batch is, sent and answered through the same path
   a controller uses (its queue, retry loop, response callback and progress marks), until
-  ``wait_answered``; once as the controller sends by default, a unary call a request, and once
-  on its control stream to each broker (``BrokerControlService.Control``, envelopes and all;
-  ``ChannelSettings.control_stream``, ``--control-stream``);
+  ``wait_answered``; once with a unary call a request (``--no-control-stream``), and once as
+  the controller sends by default, on its control stream to each broker
+  (``BrokerControlService.Control``, envelopes and all; ``ChannelSettings.control_stream``);
 - **raw gRPC aio on open streams** (the floor of the control stream): one bidi stream a broker
   opened beforehand, one message written and its answer read on each, gathered.
 
@@ -224,11 +224,11 @@ async def run(ctx: RunContext) -> list[Result]:
     rows = (
         Row(baseline, _figures(brokers, *raw)),
         Row(
-            f"controller channel manager, {brokers:,} brokers, a unary call each (default)",
+            f"controller channel manager, {brokers:,} brokers, a unary call each",
             _figures(brokers, *unary),
         ),
         Row(
-            f"controller channel manager, {brokers:,} brokers, control streams",
+            f"controller channel manager, {brokers:,} brokers, control streams (default)",
             _figures(brokers, *managed),
         ),
         Row(

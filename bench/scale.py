@@ -395,10 +395,10 @@ async def one_size(
         [
             f"{per} simulated brokers per process; fence: {fence}; controller to brokers: "
             + (
-                "a control stream a broker (LEASEHOLD_CONTROL_STREAM=true)"
-                if os.environ.get("LEASEHOLD_CONTROL_STREAM", "false").lower()
+                "a control stream a broker (the default)"
+                if os.environ.get("LEASEHOLD_CONTROL_STREAM", "true").lower()
                 in ("1", "true", "yes", "on")
-                else "a unary call a request (the default)"
+                else "a unary call a request (LEASEHOLD_CONTROL_STREAM=false)"
             )
             + (f"; simulation processes at {fleet_nice}" if nice else "")
             + (

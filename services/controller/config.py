@@ -61,9 +61,9 @@ class ControllerConfig:
     # partition in full at failover (``services.controller.delivery``).
     delivery: str = "fast"
     # Requests to each broker on one control stream (``BrokerControlService.Control``) instead of
-    # a unary call each: cheaper per request, slower to open (``services.controller.delivery
-    # .channels``); off by default until a failover on streams is as fast (bench/README.md).
-    control_stream: bool = False
+    # a unary call each: cheaper per request; a standby opens them ahead of its failover
+    # (``services.controller.delivery.channels``, bench/README.md).
+    control_stream: bool = True
     # __consumer_offsets, created on a broker's first need of it (Kafka's offsets.topic.*):
     # the replication factor is capped at the live brokers then.
     offsets_topic_num_partitions: int = 50
@@ -158,9 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     a(
         "--control-stream",
         action=argparse.BooleanOptionalAction,
-        default=env("CONTROL_STREAM", "false").lower() in ("1", "true", "yes", "on"),
-        help="send each broker's requests on one long-lived stream, not a unary call each "
-        "(default: unary calls)",
+        default=env("CONTROL_STREAM", "true").lower() in ("1", "true", "yes", "on"),
+        help="send each broker's requests on one long-lived stream (the default), not a unary "
+        "call each (--no-control-stream)",
     )
     a("--request-timeout", type=float, default=float(env("REQUEST_TIMEOUT", "10")))
     a("--deletion-retry", type=float, default=float(env("DELETION_RETRY", "2")))

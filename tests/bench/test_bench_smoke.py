@@ -60,8 +60,8 @@ EXPECTED_ROWS = {
     },
     "fanout": {
         "raw gRPC aio, 50 channels, calls gathered",
-        "controller channel manager, 50 brokers, a unary call each (default)",
-        "controller channel manager, 50 brokers, control streams",
+        "controller channel manager, 50 brokers, a unary call each",
+        "controller channel manager, 50 brokers, control streams (default)",
         "raw gRPC aio, 50 open streams, a message each",
     },
 }

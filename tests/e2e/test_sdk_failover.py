@@ -34,7 +34,11 @@ async def read(consumer: Consumer, count: int, timeout: float) -> list[bytes]:
 
 
 def test_producer_and_consumer_follow_a_new_leader():
-    with running_cluster(ClusterSpec(controllers=2, brokers=3, session_ttl=3)) as cluster:
+    # The controllers on unary calls (``--no-control-stream``), so that wire too carries a
+    # cluster end to end, through a failover.
+    unary = {"LEASEHOLD_CONTROL_STREAM": "false"}
+    spec = ClusterSpec(controllers=2, brokers=3, session_ttl=3, extra_env=unary)
+    with running_cluster(spec) as cluster:
 
         async def scenario():
             admin = AdminClient(cluster.admin_address)

@@ -41,15 +41,9 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("tls-cluster")
-    # The controller on control streams (off by default): this cluster's requests to brokers
+    # The controller on control streams (the default): this cluster's requests to brokers
     # exercise them end to end, under TLS and its per-request checks.
-    spec = ClusterSpec(
-        controllers=1,
-        brokers=2,
-        session_ttl=3,
-        tls=True,
-        extra_env={"LEASEHOLD_CONTROL_STREAM": "true"},
-    )
+    spec = ClusterSpec(controllers=1, brokers=2, session_ttl=3, tls=True)
     c = LocalCluster(spec, str(workdir))
     try:
         c.start()

@@ -12,19 +12,19 @@ queued requests have been handed to gRPC (which writes them from its own threads
 keeps the event loop busy: the failover waits so that its UpdateMetadata is on the wire before
 the state machines start.
 
-With ``control_stream`` (``--control-stream``; off by default) requests go on one long-lived
-control stream per broker (``BrokerControlService.Control``, ``_ControlStream``), each answered
-in order on it, with the deadline a unary call would have; a failed or timed-out exchange ends
-the stream and the retry opens a new one. Until a broker's stream is open (in the background,
-from its first request on) its requests are unary calls. A broker that answers UNIMPLEMENTED
-(one without the stream) is sent unary calls from then on. At a thousand brokers the
-per-request cost is the fan-out's wall: a unary call costs the controller about a third more
-CPU than a request on its stream (``bench.fanout``). But a new stream's first request takes
-more turns of the event loop than a unary call (headers, then the message, then the answer),
-and a failover opens a stream to every broker at once while its state machines hold the loop:
-at 1,000 simulated brokers the failover took 4.5-5.7 s on streams, 2.7 s with each broker's
-first request unary, 1.9-2.1 s with unary calls alone, which is why they are not the default
-(``bench/README.md``, Walls).
+With ``control_stream`` (the default; ``--no-control-stream`` turns it off) requests go on one
+long-lived control stream per broker (``BrokerControlService.Control``, ``_ControlStream``),
+each answered in order on it, with the deadline a unary call would have; a failed or timed-out
+exchange ends the stream and the retry opens a new one, and a stream that ends between requests
+is forgotten as it ends. Until a broker's stream is open (in the background) its requests are
+unary calls. A broker that answers UNIMPLEMENTED (one without the stream) is sent unary calls
+from then on. At a thousand brokers the per-request cost is the fan-out's wall: a unary call
+costs the controller about a third more CPU than a request on its stream (``bench.fanout``).
+A new stream's first request takes more turns of the event loop than a unary call (headers,
+then the message, then the answer), and a new controller's failover holds the loop; so a
+standby keeps its channels connected and its streams open (``track``, held: nothing is sent),
+and its term starts on them. At 1,000 simulated brokers the failover then told every broker in
+0.7-0.8 s from the expiry on streams, 1.1-1.2 s on unary calls (``bench/README.md``, Walls).
 
 Each queued batch remembers the trace context it was queued in (the controller event, itself
 possibly continuing an admin call's trace) and is sent under one ``controller.broker_requests``
@@ -102,7 +102,7 @@ class ChannelSettings:
     # a smaller page is taken, decoded and answered while the next is on its way.
     max_partitions_per_request: int = 50_000
     # Send on a control stream a broker (module docstring); off, every request is a unary call.
-    control_stream: bool = False
+    control_stream: bool = True
 
     def timeout_for(self, partitions: int) -> float:
         return self.request_timeout_s + partitions * self.timeout_per_partition_s

@@ -40,12 +40,12 @@ def test_the_delivery_is_chosen_by_flag_or_environment(monkeypatch):
         parse_args(["--delivery", "quick"])
 
 
-def test_the_control_stream_is_off_unless_the_flag_or_environment_turns_it_on(monkeypatch):
-    assert parse_args([]).control_stream is False
-    assert parse_args(["--control-stream"]).control_stream is True
-    monkeypatch.setenv("LEASEHOLD_CONTROL_STREAM", "true")
+def test_the_control_stream_is_on_unless_the_flag_or_environment_turns_it_off(monkeypatch):
     assert parse_args([]).control_stream is True
     assert parse_args(["--no-control-stream"]).control_stream is False
+    monkeypatch.setenv("LEASEHOLD_CONTROL_STREAM", "false")
+    assert parse_args([]).control_stream is False
+    assert parse_args(["--control-stream"]).control_stream is True
 
 
 def _sr(*parts):

@@ -86,9 +86,10 @@ class BrokerControlServiceServicer:
         """Control carries the same three requests on one long-lived stream, each answered on the
         reply stream in the order sent: what the unary methods do, without a call's set-up per
         request (the controller tells a thousand brokers of each change, and a unary call costs it
-        about a third more CPU than a request on an open stream). A controller run with
-        --control-stream opens one per broker (its first request to a broker goes unary while the
-        stream opens) and falls back to the unary methods when a broker answers UNIMPLEMENTED.
+        about a third more CPU than a request on an open stream). A controller opens one per
+        broker (a standby ahead of its failover; --no-control-stream sends unary calls instead),
+        sends unary calls while a stream opens, and falls back to the unary methods when a broker
+        answers UNIMPLEMENTED.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
