@@ -725,6 +725,7 @@ class _ControlStream:
         self._exchanged = 0  # on the current call
         self._connected = False  # the current call's headers are sent
         self._opening: asyncio.Task | None = None
+        self._ending: asyncio.Task | None = None  # reading why the last stream ended
         self.unsupported = False  # the broker answered UNIMPLEMENTED
         self._sequence = 0
 
@@ -735,7 +736,9 @@ class _ControlStream:
 
     def prepare(self) -> None:
         """Open the stream in the background, if not open or opening."""
-        if self._call is None and (self._opening is None or self._opening.done()):
+        if self.unsupported or self._call is not None:
+            return
+        if not _running(self._opening) and not _running(self._ending):
             with telemetry.untraced():
                 self._opening = asyncio.get_running_loop().create_task(self._connect())
 
@@ -745,8 +748,19 @@ class _ControlStream:
         stream that is gone."""
         call = self._call = self._open()
         self._exchanged = 0
-        call.add_done_callback(self._drop)
+        call.add_done_callback(self._ended)
         return call
+
+    def _ended(self, call: grpc.aio.StreamStreamCall) -> None:
+        """A stream's end: forgotten, and its status read (a broker without the stream answers
+        UNIMPLEMENTED, which may come after its headers were sent: ``wait_for_connection``
+        does not wait for the broker); no other opens until that is known."""
+        self._drop(call)
+        self._ending = asyncio.get_running_loop().create_task(self._note_end(call))
+
+    async def _note_end(self, call: grpc.aio.StreamStreamCall) -> None:
+        if await call.code() == grpc.StatusCode.UNIMPLEMENTED:
+            self.unsupported = True
 
     async def _connect(self) -> None:
         call = self._new_call()
@@ -763,8 +777,9 @@ class _ControlStream:
             self._connected = True
 
     def close(self) -> None:
-        if self._opening is not None:
-            self._opening.cancel()
+        for task in (self._opening, self._ending):
+            if task is not None:
+                task.cancel()
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -838,6 +853,9 @@ class _ControlStream:
                     raise _NoStream from None
                 raise
             if isinstance(e, asyncio.InvalidStateError):  # the broker ended it since the last
+                if fresh and await call.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    self.unsupported = True
+                    raise _NoStream from None
                 raise _failed(grpc.StatusCode.UNAVAILABLE, "the control stream had ended") from None
             raise
         finally:
@@ -872,6 +890,10 @@ class _ControlStream:
         if self._call is call:
             self._call = None
             self._connected = False
+
+
+def _running(task: asyncio.Task | None) -> bool:
+    return task is not None and not task.done()
 
 
 _ANSWER_FIELDS = {

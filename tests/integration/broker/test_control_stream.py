@@ -19,7 +19,7 @@ import grpc
 import pytest
 
 from leasehold import control_stream
-from leasehold.broker.v1 import control_pb2, control_pb2_grpc
+from leasehold.broker.v1 import control_pb2
 from leasehold.clock import ManualClock
 from leasehold.common.v1 import common_pb2
 from leasehold.request_bounds import RequestBoundsInterceptor
@@ -43,6 +43,7 @@ KIND_OF = {
     control_pb2.StopReplicaRequest: control_stream.STOP_REPLICA,
     control_pb2.UpdateMetadataRequest: control_stream.UPDATE_METADATA,
 }
+KIND_OF_REQUEST = {kind: request for request, kind in KIND_OF.items()}
 LIMIT = 4  # control partitions a request may name on the test broker
 
 
@@ -154,8 +155,9 @@ class Broker:
         )
         if self.stream:
             server.add_generic_rpc_handlers((control_handlers(self.servicer),))
-        else:  # a broker from before the stream: the generated registration of the unary ones
-            control_pb2_grpc.add_BrokerControlServiceServicer_to_server(_Unary(self), server)
+        else:  # a broker from before the stream: the unary methods alone (gRPC itself answers
+            # UNIMPLEMENTED for Control, as to any method a server does not have)
+            server.add_generic_rpc_handlers((_unary_only(self.servicer),))
         if self.block is not None:
             inner = self.servicer.LeaderAndIsr
 
@@ -175,20 +177,27 @@ class Broker:
             await self.server.stop(0)
 
 
-class _Unary(control_pb2_grpc.BrokerControlServiceServicer):
-    """The unary methods only (``Control`` is the generated base's: UNIMPLEMENTED)."""
+def _unary_only(servicer: BrokerControlServicer) -> grpc.GenericRpcHandler:
+    """The three unary methods of BrokerControlService, and no Control; each looked up on the
+    servicer as it is called (a test may wrap one after the server started)."""
 
-    def __init__(self, broker: Broker) -> None:
-        self._servicer = broker.servicer
+    def method(kind: str):
+        async def call(request, context):
+            return await getattr(servicer, kind)(request, context)
 
-    async def LeaderAndIsr(self, request, context):
-        return await self._servicer.LeaderAndIsr(request, context)
+        return call
 
-    async def StopReplica(self, request, context):
-        return await self._servicer.StopReplica(request, context)
-
-    async def UpdateMetadata(self, request, context):
-        return await self._servicer.UpdateMetadata(request, context)
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            kind: grpc.unary_unary_rpc_method_handler(
+                method(kind),
+                request_deserializer=request.FromString,
+                response_serializer=lambda response: response.SerializeToString(),
+            )
+            for kind, request in KIND_OF_REQUEST.items()
+        },
+    )
 
 
 @pytest.fixture
@@ -321,16 +330,16 @@ async def test_an_unanswered_request_times_out_on_the_clock_and_the_retry_reopen
         stream.close()
 
 
-async def test_a_stream_the_broker_ended_is_forgotten_and_the_next_request_opens_another() -> None:
-    """A broker that ends the stream between requests (restarting its server, say): the stream
-    is forgotten as its end arrives, so the manager's next request goes unary while another
-    opens, and a request asked of it directly opens a new one, rather than failing on the old."""
-    opened = 0
+@contextlib.asynccontextmanager
+async def ended_by_the_broker() -> AsyncIterator[tuple[_ControlStream, grpc.aio.Call, list[int]]]:
+    """A stream that answered one request, which the broker then ended (restarting its server,
+    say), once its end has reached us; the call, and a count of the streams the broker was
+    opened."""
+    opened = [0]
     answer = control_pb2.StopReplicaResponse().SerializeToString()
 
     async def one_then_end(requests, _context):
-        nonlocal opened
-        opened += 1
+        opened[0] += 1
         async for data in requests:
             envelope = control_stream.decode_request(data)
             yield control_stream.encode_response(envelope.sequence, envelope.kind, answer)
@@ -343,45 +352,36 @@ async def test_a_stream_the_broker_ended_is_forgotten_and_the_next_request_opens
             call = stream._call
             assert call is not None and stream.ready
 
-            async def ended_here() -> bool:  # the server's end of the stream reached us
+            async def ended_here() -> bool:
                 return call.done()
 
             await until(ended_here, timeout=10, what="the stream's end")
-            assert stream._call is None and not stream.ready
-            await stream.ask("StopReplica", b"", 10.0)
-            assert opened == 2
-            stream.close()
+            try:
+                yield stream, call, opened
+            finally:
+                stream.close()
+
+
+async def test_a_stream_the_broker_ended_is_forgotten_and_the_next_request_opens_another() -> None:
+    """The stream is forgotten as its end arrives (the manager's next request then goes unary
+    while another opens), and a request asked of it directly opens a new one, rather than
+    failing on the old."""
+    async with ended_by_the_broker() as (stream, _call, opened):
+        assert stream._call is None and not stream.ready
+        await stream.ask("StopReplica", b"", 10.0)
+        assert opened == [2]
 
 
 async def test_writing_to_a_stream_that_ended_unseen_fails_as_unavailable() -> None:
     """A stream whose end has not been seen yet when the next request is written to it (it
     ended between the two): the request fails as a unary call to the broker would
     (UNAVAILABLE, retried by the sender), not with an error the sender does not expect."""
-    answer = control_pb2.StopReplicaResponse().SerializeToString()
-
-    async def one_then_end(requests, _context):
-        async for data in requests:
-            envelope = control_stream.decode_request(data)
-            yield control_stream.encode_response(envelope.sequence, envelope.kind, answer)
-            return
-
-    async with serving_control(one_then_end) as port:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stream = _ControlStream(channel, f"127.0.0.1:{port}", ManualClock())
+    async with ended_by_the_broker() as (stream, call, _opened):
+        stream._call, stream._exchanged = call, 1  # as if its end were still on its way
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
             await stream.ask("StopReplica", b"", 10.0)
-            call = stream._call
-            assert call is not None
-
-            async def ended_here() -> bool:
-                return call.done()
-
-            await until(ended_here, timeout=10, what="the stream's end")
-            stream._call, stream._exchanged = call, 1  # as if its end were still on its way
-            with pytest.raises(grpc.aio.AioRpcError) as ended:
-                await stream.ask("StopReplica", b"", 10.0)
-            assert ended.value.code() == grpc.StatusCode.UNAVAILABLE, ended.value.details()
-            assert stream._call is None
-            stream.close()
+        assert ended.value.code() == grpc.StatusCode.UNAVAILABLE, ended.value.details()
+        assert stream._call is None
 
 
 @pytest.mark.parametrize(
@@ -513,6 +513,11 @@ async def test_a_brokers_first_request_goes_unary_while_its_stream_opens(served)
         stream = manager._brokers[1].stream
         assert stream is not None and stream._opening is not None
         await stream._opening
+
+        async def both_reached_the_broker() -> bool:  # the stream's headers may still be on the way
+            return len(broker.methods) == 2
+
+        await until(both_reached_the_broker, timeout=10, what="the stream at the broker")
         assert sorted(broker.methods) == sorted(["Control", KIND_OF[type(first)]])
         for request in SEQUENCE[1:]:
             manager.send(1, KIND_OF[type(request)], request)
