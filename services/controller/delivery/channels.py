@@ -847,17 +847,16 @@ class _ControlStream:
             self._drop(call)
             if expired:
                 raise _failed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-            if isinstance(e, grpc.aio.AioRpcError):
-                if fresh and e.code() == grpc.StatusCode.UNIMPLEMENTED:
-                    self.unsupported = True
-                    raise _NoStream from None
+            if isinstance(e, asyncio.CancelledError):
                 raise
-            if isinstance(e, asyncio.InvalidStateError):  # the broker ended it since the last
-                if fresh and await call.code() == grpc.StatusCode.UNIMPLEMENTED:
-                    self.unsupported = True
-                    raise _NoStream from None
-                raise _failed(grpc.StatusCode.UNAVAILABLE, "the control stream had ended") from None
-            raise
+            # InvalidStateError: the call had ended before the write (its end not seen yet).
+            code = e.code() if isinstance(e, grpc.aio.AioRpcError) else await call.code()
+            if fresh and code == grpc.StatusCode.UNIMPLEMENTED:
+                self.unsupported = True
+                raise _NoStream from None
+            if isinstance(e, grpc.aio.AioRpcError):
+                raise
+            raise _failed(grpc.StatusCode.UNAVAILABLE, "the control stream had ended") from None
         finally:
             deadline.cancel()
         if self._call is call:
