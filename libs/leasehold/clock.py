@@ -103,7 +103,11 @@ async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout: float) -> T:
     try:
         return await task
     except asyncio.CancelledError:
-        if expired:
+        current = asyncio.current_task()
+        if expired and (current is None or not current.cancelling()):
+            # Timed out, and the caller itself was not cancelled meanwhile (a loop held past
+            # the timeout runs the timer in the same turn as a cancellation): a cancellation
+            # is never turned into a timeout the caller would handle and go on from.
             raise TimeoutError from None
         raise
     finally:

@@ -250,10 +250,7 @@ class ControllerChannelManager:
         broker = self._brokers.pop(broker_id, None)
         if broker is None:
             return
-        if broker.task is not None:
-            broker.task.cancel()
-        if broker.stream is not None:
-            broker.stream.close()
+        _stop(broker)
         broker.on_progress(broker)  # nobody waits for its answers any more (``wait_answered``)
         asyncio.get_running_loop().create_task(broker.channel.close())
 
@@ -556,7 +553,9 @@ class ControllerChannelManager:
 
     async def _sender(self, broker: _Broker) -> None:
         while True:
-            batch: _Batch = await broker.queue.get()
+            batch: _Batch | None = await broker.queue.get()
+            if batch is None:  # the broker was removed or the manager closed (``_stop``)
+                return
             broker.sending += 1
             with _batch_span(broker, batch) as span:
                 attempts = 0
@@ -654,7 +653,13 @@ class ControllerChannelManager:
                     broker.stream = None
                     attempts -= 1
                     continue
+                except _NotWritten:
+                    # Not sent: at once as a unary call, while another stream opens.
+                    attempts -= 1
+                    continue
             except grpc.aio.AioRpcError as e:
+                if _being_cancelled():
+                    raise asyncio.CancelledError from None
                 self.failures += 1
                 log.warning(
                     "%s to broker %d failed (%s); retrying in %.1fs",
@@ -667,26 +672,54 @@ class ControllerChannelManager:
             backoff = min(backoff * 2, self.settings.backoff_max_s)
 
     async def close(self) -> None:
+        """Stop every sender and close every channel. A controller's deactivation awaits this
+        on its event loop, so it waits for the senders at most ``CLOSE_WAIT_S``: a sender that
+        does not stop (it should not happen) is left behind, cancelled, rather than keeping
+        the controller from its next term."""
         brokers, self._brokers = list(self._brokers.values()), {}
         for b in brokers:
-            if b.task is not None:
-                b.task.cancel()
-            if b.stream is not None:
-                b.stream.close()
+            _stop(b)
+        tasks = [b.task for b in brokers if b.task is not None and not b.task.done()]
+        if tasks:
+            with contextlib.suppress(TimeoutError):
+                await wait_for(self._clock, asyncio.wait(tasks), CLOSE_WAIT_S)
+            left = [t for t in tasks if not t.done()]
+            if left:
+                log.warning(
+                    "%d broker senders still running %.0fs after they were cancelled; "
+                    "closing their channels anyway",
+                    len(left),
+                    CLOSE_WAIT_S,
+                )
         for b in brokers:
-            if b.task is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await b.task
+            if b.task is not None and b.task.done() and not b.task.cancelled():
+                b.task.exception()  # retrieved: a sender's failure is logged where it happens
             await b.channel.close()
 
 
 # A control stream's deadline that fires this late (the event loop was held) waits this much
 # longer for an answer already received to be read.
 LATE_DEADLINE_S = 0.1
+# How long closing a manager waits for its senders to stop once cancelled.
+CLOSE_WAIT_S = 5.0
+
+
+def _stop(broker: _Broker) -> None:
+    """Stop a broker's sender: cancelled, its stream closed, and an end mark queued, which
+    ends it at its next request should it ever be back waiting for one."""
+    if broker.task is not None:
+        broker.task.cancel()
+    broker.queue.put_nowait(None)
+    if broker.stream is not None:
+        broker.stream.close()
 
 
 class _NoStream(Exception):
     """The broker does not serve the control stream."""
+
+
+class _NotWritten(Exception):
+    """The control stream had ended before the request could be written to it."""
 
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
@@ -839,21 +872,35 @@ class _ControlStream:
             call.cancel()
 
         deadline = clock.call_later(max(timeout, 0.0), expire)
+        wrote = False
         try:
             envelope = control_stream.encode_request(sequence, kind, body, trace)
             await call.write(_Outgoing(envelope, written))
+            wrote = True
             data = await call.read()
         except (asyncio.CancelledError, grpc.aio.AioRpcError, asyncio.InvalidStateError) as e:
             self._drop(call)
+            if isinstance(e, asyncio.CancelledError):
+                if _being_cancelled():
+                    # This sender is being stopped (its broker left, the term ended), whether
+                    # or not the deadline fired too: a loop held past the deadline runs its
+                    # timer in the same turn as the cancellation. Never a timeout to retry.
+                    raise
+                code = grpc.StatusCode.CANCELLED  # the call alone was cancelled
+            elif isinstance(e, grpc.aio.AioRpcError):
+                code = e.code()
+            else:  # InvalidStateError: the call had ended before the write, its end unseen
+                code = await call.code()
             if expired:
                 raise _failed(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded") from None
-            if isinstance(e, asyncio.CancelledError):
-                raise
-            # InvalidStateError: the call had ended before the write (its end not seen yet).
-            code = e.code() if isinstance(e, grpc.aio.AioRpcError) else await call.code()
             if fresh and code == grpc.StatusCode.UNIMPLEMENTED:
                 self.unsupported = True
                 raise _NoStream from None
+            if not wrote:
+                # The stream had ended before the write, its end not seen yet: the request
+                # never left. (gRPC says INTERNAL when the broker's end is still on its way,
+                # whatever that end was: an UNIMPLEMENTED is found by the next stream.)
+                raise _NotWritten from None
             if isinstance(e, grpc.aio.AioRpcError):
                 raise
             raise _failed(grpc.StatusCode.UNAVAILABLE, "the control stream had ended") from None
@@ -893,6 +940,13 @@ class _ControlStream:
 
 def _running(task: asyncio.Task | None) -> bool:
     return task is not None and not task.done()
+
+
+def _being_cancelled() -> bool:
+    """The running task has been asked to stop (``Task.cancel``), as opposed to a call it
+    awaited having been cancelled under it (gRPC raises ``CancelledError`` for both)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 _ANSWER_FIELDS = {
