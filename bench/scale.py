@@ -21,6 +21,10 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
    partition in full at failover, as Kafka's controller sends it): the full path's bytes and
    times, same run (up to ``FULL_LIMIT`` brokers x partitions).
 
+Each failure's row also gives the spread from the first broker told to the last, on the
+brokers' own clocks: what of the time is the fan-out to every broker (and the simulation
+processes' turns on the CPU), rather than detection and decision.
+
 Memory after creation: controller RSS (active and standby), etcd's DB file, simulated brokers'
 RSS (all processes), each process with its lease renewal process (``sim_fleet.rss_bytes``).
 Sizes: ``LEASEHOLD_BENCH_SCALE=100x100000,1000x100000`` (default ``100x10000``; ``--quick``:
@@ -191,6 +195,7 @@ async def controller_failover(
     )
     expired = await asyncio.wait_for(gone, 60)
     told = max(s["epoch_seen_at"][new] for s in after)
+    first = min(s["epoch_seen_at"][new] for s in after)
     sent = total(after, "update_metadata_bytes") - total(before, "update_metadata_bytes")
     mismatches = total(after, "digest_mismatches") - total(before, "digest_mismatches")
     # The rest of the failover (the state machines' startup resends every partition's
@@ -212,6 +217,7 @@ async def controller_failover(
     return {
         "from_fault_ms": (told - killed) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
+        "spread_ms": (told - first) * 1000,
         "um_bytes": sent,
         "um_bytes_all": total(done, "update_metadata_bytes")
         - total(before, "update_metadata_bytes"),
@@ -247,7 +253,12 @@ async def broker_gone(
     # Each broker's own record of the UpdateMetadata that left none of them led by the broker
     # (a poll's answer comes later when the fleet is busy with the requests that follow).
     told = max(s["cleared_at"] for s in after)
-    out = {"from_fault_ms": (told - started) * 1000, "from_expiry_ms": (told - expired) * 1000}
+    first = min(s["cleared_at"] for s in after)
+    out = {
+        "from_fault_ms": (told - started) * 1000,
+        "from_expiry_ms": (told - expired) * 1000,
+        "spread_ms": (told - first) * 1000,
+    }
     if answered is not None:
         out["answered_ms"] = (answered - started) * 1000
         del out["from_expiry_ms"]  # told before its key goes: no expiry to count from
@@ -430,7 +441,10 @@ async def run(ctx: RunContext) -> list[Result]:
                     "SIMULATED brokers (real registration, session, fence and control "
                     "handling; no logs, no data plane); default TTL and settings",
                     "from fault: the kill / SIGTERM / first write, to every broker told; from "
-                    "expiry: the lease's key deleted in etcd; UM bytes: UpdateMetadata bytes "
+                    "expiry: the lease's key deleted in etcd; first to last told: from the "
+                    "first broker told to the last, on the brokers' own clocks (the fan-out to "
+                    "every broker, and their processes' turns on the CPU); UM bytes: "
+                    "UpdateMetadata bytes "
                     "all brokers received until each had the new epoch, and until the new "
                     "controller had nothing queued (whole failover); LAI states: LeaderAndIsr "
                     "partition states all brokers received in the whole failover",
@@ -458,6 +472,7 @@ async def run(ctx: RunContext) -> list[Result]:
 COLUMNS = (
     Column("from_fault_ms", "from fault ms", ",.0f"),
     Column("from_expiry_ms", "from expiry ms", ",.0f"),
+    Column("spread_ms", "first to last told ms", ",.0f"),
     Column("answered_ms", "shutdown answered ms", ",.0f"),
     Column("etcd_write_ms", "etcd writes ms", ",.0f"),
     Column("um_bytes", "UM bytes", ",.0f"),

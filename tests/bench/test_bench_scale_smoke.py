@@ -36,6 +36,10 @@ def test_scale_reports_every_scenario_labelled_simulation(tmp_path):
     # A SIGKILL is noticed when the lease expires: never sooner than from the expiry.
     for label in ("controller SIGKILL, digest-first", "broker SIGKILL, 100 led"):
         assert rows[label]["from_fault_ms"] > rows[label]["from_expiry_ms"], label
+    # The spread from the first broker told to the last is within the time to the last.
+    for label, row in rows.items():
+        if label != "topic creation":
+            assert row["spread_ms"] <= row["from_fault_ms"], label
     # Digest-first sends a broker kept up to date its digest alone; no broker disagreed.
     digest, full = (
         rows["controller SIGKILL, digest-first"],
