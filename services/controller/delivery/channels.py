@@ -16,7 +16,8 @@ With ``control_stream`` (the default; ``--no-control-stream`` turns it off) requ
 long-lived control stream per broker (``BrokerControlService.Control``, ``_ControlStream``),
 each answered in order on it, with the deadline a unary call would have; a failed or timed-out
 exchange ends the stream and the retry opens a new one, and a stream that ends between requests
-is forgotten as it ends. Until a broker's stream is open (in the background) its requests are
+is forgotten as it ends (a request written to one whose end was not seen yet never left, and
+goes as a unary call at once). Until a broker's stream is open (in the background) its requests are
 unary calls. A broker that answers UNIMPLEMENTED (one without the stream) is sent unary calls
 from then on. At a thousand brokers the per-request cost is the fan-out's wall: a unary call
 costs the controller about a third more CPU than a request on its stream (``bench.fanout``).
@@ -827,7 +828,8 @@ class _ControlStream:
     ) -> Message:
         """The broker's answer to ``body`` (a ``kind`` request, encoded), ``written`` called as
         gRPC takes it; ``AioRpcError`` as a unary call's (DEADLINE_EXCEEDED after
-        ``timeout``), ``_NoStream`` if not served."""
+        ``timeout``), ``_NoStream`` if not served, ``_NotWritten`` if the stream had ended
+        before the request could be written."""
         carrier: dict[str, str] = {}
         if not telemetry.enabled():
             return await self._exchange(kind, body, timeout, carrier, written)
