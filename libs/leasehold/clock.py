@@ -89,6 +89,14 @@ class ManualClock:
         return sum(1 for entry in self._due if not entry[2].cancelled)
 
 
+def being_cancelled() -> bool:
+    """The running task has been asked to stop (``Task.cancel``), as opposed to something it
+    awaited having been cancelled under it (a timer's cancel, a gRPC call's): both raise
+    ``CancelledError``, and only the first must never be handled and gone on from."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout: float) -> T:
     """``asyncio.wait_for`` on ``clock``: TimeoutError once ``timeout`` has passed on it."""
     task = asyncio.ensure_future(awaitable)
@@ -103,8 +111,7 @@ async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout: float) -> T:
     try:
         return await task
     except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if expired and (current is None or not current.cancelling()):
+        if expired and not being_cancelled():
             # Timed out, and the caller itself was not cancelled meanwhile (a loop held past
             # the timeout runs the timer in the same turn as a cancellation): a cancellation
             # is never turned into a timeout the caller would handle and go on from.

@@ -56,7 +56,7 @@ from opentelemetry.context import Context
 
 from leasehold import channels, control_stream, rpc_tracing, telemetry
 from leasehold.broker.v1 import control_pb2
-from leasehold.clock import Clock, LoopClock, sleep, wait_for
+from leasehold.clock import Clock, LoopClock, being_cancelled, sleep, wait_for
 from leasehold.common.v1 import common_pb2
 from leasehold.config import TlsConfig
 from leasehold.grpc_errors import bounded
@@ -659,7 +659,7 @@ class ControllerChannelManager:
                     attempts -= 1
                     continue
             except grpc.aio.AioRpcError as e:
-                if _being_cancelled():
+                if being_cancelled():
                     raise asyncio.CancelledError from None
                 self.failures += 1
                 log.warning(
@@ -883,7 +883,7 @@ class _ControlStream:
         except (asyncio.CancelledError, grpc.aio.AioRpcError, asyncio.InvalidStateError) as e:
             self._drop(call)
             if isinstance(e, asyncio.CancelledError):
-                if _being_cancelled():
+                if being_cancelled():
                     # This sender is being stopped (its broker left, the term ended), whether
                     # or not the deadline fired too: a loop held past the deadline runs its
                     # timer in the same turn as the cancellation. Never a timeout to retry.
@@ -942,13 +942,6 @@ class _ControlStream:
 
 def _running(task: asyncio.Task | None) -> bool:
     return task is not None and not task.done()
-
-
-def _being_cancelled() -> bool:
-    """The running task has been asked to stop (``Task.cancel``), as opposed to a call it
-    awaited having been cancelled under it (gRPC raises ``CancelledError`` for both)."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 _ANSWER_FIELDS = {
