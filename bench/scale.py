@@ -44,6 +44,7 @@ from bench.framework import BenchSuite, Column, Result, Row, RunContext, filesys
 from bench.observe import active_controller, controller_epoch, wait_record, watch_until
 from bench.scenario import Layout, Scenario, Sizing, requests_answered, write_topics
 from bench.sim_fleet import (
+    CpuTrace,
     Fleet,
     FleetProcess,
     fleet_niceness,
@@ -174,7 +175,7 @@ def state_change_log(sc: Scenario, controller_id: int) -> Path:
 
 
 async def controller_failover(
-    sc: Scenario, fleet: Fleet, *, stop_on_loss: bool = True
+    sc: Scenario, fleet: Fleet, trace: CpuTrace, *, stop_on_loss: bool = True
 ) -> dict[str, float]:
     old_id, old_key = await active_controller(sc.client, sc.keyspace)
     epoch, revision = await controller_epoch(sc.client, sc.keyspace)
@@ -215,6 +216,7 @@ async def controller_failover(
     await sc.restart_controller(old_id)
     prioritize(sc)
     return {
+        **(await cpu_used(trace, killed, expired, told)),
         "from_fault_ms": (told - killed) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
@@ -227,7 +229,7 @@ async def controller_failover(
 
 
 async def broker_gone(
-    sc: Scenario, fleet: Fleet, proc: FleetProcess, layout: Layout, kill: bool
+    sc: Scenario, fleet: Fleet, trace: CpuTrace, proc: FleetProcess, layout: Layout, kill: bool
 ) -> dict[str, float]:
     broker = proc.ids[0]
     await fleet.watch(broker, hosted_by(layout, broker))
@@ -255,6 +257,7 @@ async def broker_gone(
     told = max(s["cleared_at"] for s in after)
     first = min(s["cleared_at"] for s in after)
     out = {
+        **(await cpu_used(trace, started, expired if kill else started, told)),
         "from_fault_ms": (told - started) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
@@ -265,7 +268,7 @@ async def broker_gone(
     return out
 
 
-async def full_metadata_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]:
+async def full_metadata_failover(sc: Scenario, fleet: Fleet, trace: CpuTrace) -> dict[str, float]:
     """The standby restarted with ``--delivery full`` (every partition to every broker in full
     at failover, as Kafka's controller does, with the same encoding), then the active
     controller killed: the full path's figures in the same run."""
@@ -277,7 +280,31 @@ async def full_metadata_failover(sc: Scenario, fleet: Fleet) -> dict[str, float]
     prioritize(sc)
     await quiet(sc)
     # The last row: a session lost under the full path's load is reported, not a stop.
-    return await controller_failover(sc, fleet, stop_on_loss=False)
+    return await controller_failover(sc, fleet, trace, stop_on_loss=False)
+
+
+# The processes whose CPU each failure's row gives (``CpuTrace``).
+CPU_GROUPS = ("controllers", "fleet", "etcd")
+REST_S = 2.0  # the window before a fault its row's "cores busy at rest" is read over
+
+
+def cpu_groups(sc: Scenario, fleet: Fleet) -> dict[str, list[int]]:
+    return {
+        "controllers": [p.pid for p in sc.cluster.controllers.values() if p.pid and p.alive()],
+        "fleet": [p.pid for p in fleet.processes if p.popen is not None],
+        "etcd": [sc.cluster.etcd.pid] if sc.cluster.etcd.pid else [],
+    }
+
+
+async def cpu_used(trace: CpuTrace, fault: float, start: float, end: float) -> dict[str, float]:
+    """Each group's CPU milliseconds from ``start`` (the expiry, or the SIGTERM) to ``end``
+    (every broker told): what telling the fleet cost, and on whose side; and the cores the
+    whole cluster kept busy in the ``REST_S`` before ``fault``, which the window also holds
+    (lease renewals, polls)."""
+    await trace.past(end)
+    out = {f"{g}_cpu_ms": trace.used(g, start, end) * 1000 for g in CPU_GROUPS}
+    out["cores_at_rest"] = sum(trace.used(g, fault - REST_S, fault) for g in CPU_GROUPS) / REST_S
+    return out
 
 
 def memory(sc: Scenario, fleet: Fleet) -> dict[str, float]:
@@ -291,18 +318,20 @@ def memory(sc: Scenario, fleet: Fleet) -> dict[str, float]:
     }
 
 
-async def scenarios(sc: Scenario, fleet: Fleet, layout: Layout, rows: list[Row]) -> str:
+async def scenarios(
+    sc: Scenario, fleet: Fleet, trace: CpuTrace, layout: Layout, rows: list[Row]
+) -> str:
     """The failures, in order, each a row; stops at the first overload and says where."""
     brokers, partitions = len(layout.brokers), layout.partitions
     try:
-        fast = await controller_failover(sc, fleet)
+        fast = await controller_failover(sc, fleet, trace)
         rows.append(Row("controller SIGKILL, digest-first", fast, note="simulation"))
         await quiet(sc)
         led = f"{partitions // brokers:,} led"
-        killed = await broker_gone(sc, fleet, fleet.processes[0], layout, kill=True)
+        killed = await broker_gone(sc, fleet, trace, fleet.processes[0], layout, kill=True)
         rows.append(Row(f"broker SIGKILL, {led}", killed, note="simulation"))
         await quiet(sc)
-        stopped = await broker_gone(sc, fleet, fleet.processes[1], layout, kill=False)
+        stopped = await broker_gone(sc, fleet, trace, fleet.processes[1], layout, kill=False)
         rows.append(Row(f"controlled shutdown, {led}", stopped, note="simulation"))
         await quiet(sc)
         if brokers * partitions > FULL_LIMIT:
@@ -312,7 +341,7 @@ async def scenarios(sc: Scenario, fleet: Fleet, layout: Layout, rows: list[Row])
                 f"{partitions:,} states each"
             )
         lost_before = fleet.log_count(LOST)
-        full = await full_metadata_failover(sc, fleet)
+        full = await full_metadata_failover(sc, fleet, trace)
         lost = fleet.log_count(LOST) - lost_before
         note = "simulation; LEASEHOLD_DELIVERY=full; 2 brokers fewer (stopped above)" + (
             f"; {lost} simulated-broker sessions lost during it" if lost else ""
@@ -353,6 +382,7 @@ async def one_size(
             ]
         )
         niceness = contextlib.ExitStack()
+        trace = CpuTrace(lambda: cpu_groups(sc, fleet)).start()
         try:
             fleet_nice = niceness.enter_context(fleet_niceness(nice))
 
@@ -380,6 +410,7 @@ async def one_size(
                 Row(
                     "topic creation",
                     {
+                        **(await cpu_used(trace, started, started, told)),
                         "from_fault_ms": (told - started) * 1000,
                         "etcd_write_ms": (written - started) * 1000,
                     },
@@ -388,9 +419,10 @@ async def one_size(
             )
             await quiet(sc)
             mem = memory(sc, fleet)
-            stopped_by = await scenarios(sc, fleet, layout, rows)
+            stopped_by = await scenarios(sc, fleet, trace, layout, rows)
             losses = sc.lease_losses()
         finally:
+            trace.stop()
             fleet.close()
             niceness.close()
         sim_losses = fleet.log_count(LOST)
@@ -452,6 +484,26 @@ async def run(ctx: RunContext) -> list[Result]:
                 ),
             )
         )
+        results.append(
+            Result(
+                f"simulation: CPU, {size}",
+                CPU_COLUMNS,
+                tuple(rows),
+                baseline=rows[0].label,
+                ratio_of="controllers_cpu_ms",
+                notes=(
+                    "CPU used by each side (both controllers with their lease renewal "
+                    "processes; every simulation process with its renewal process; etcd) "
+                    "from the expiry (the SIGTERM for the shutdown, the first write for "
+                    "the creation) to every broker told: what deciding and telling the "
+                    "fleet cost, and where; read from /proc every 0.1 s (10 ms ticks) "
+                    "between the samples around each end",
+                    "cores busy before: every side's CPU in the 2 s before the fault, as "
+                    "cores (lease renewals, the benchmark's polls): the background the "
+                    "window also holds",
+                ),
+            )
+        )
         label = "after topic creation"
         results.append(
             Result(
@@ -479,6 +531,13 @@ COLUMNS = (
     Column("um_bytes_all", "UM bytes, whole failover", ",.0f"),
     Column("lai_states", "LAI states, whole failover", ",.0f"),
     Column("mismatches", "digest mismatches", ",.0f"),
+)
+CPU_COLUMNS = (
+    Column("from_expiry_ms", "from expiry ms", ",.0f"),
+    Column("controllers_cpu_ms", "controllers CPU ms", ",.0f"),
+    Column("fleet_cpu_ms", "sim fleet CPU ms", ",.0f"),
+    Column("etcd_cpu_ms", "etcd CPU ms", ",.0f"),
+    Column("cores_at_rest", "cores busy before", ",.2f"),
 )
 MEMORY_COLUMNS = (
     Column("controller_rss_mib", "controller RSS MiB", ",.0f"),

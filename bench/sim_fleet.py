@@ -8,6 +8,7 @@ process of its own, so the fault is a real SIGKILL / SIGTERM of the process hold
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import json
 import os
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +90,99 @@ def rss_bytes(pid: int) -> int:
     except OSError:
         return 0
     return own + sum(rss_bytes(child) for child in children(pid))
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU of process ``pid`` (its threads), None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # Fields after the command's closing parenthesis: utime and stime are 12th, 13th.
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+class CpuTrace:
+    """The CPU used by groups of processes over time (the controllers, the fleet, etcd), read
+    from ``/proc`` every ``interval_s`` in a thread of its own, so a window ending at an
+    instant taken from other clocks (every broker told) can be read afterwards.
+
+    ``groups()`` names each group's processes; it is asked again (and their child processes,
+    the lease renewal processes, found) every ``refresh_s``, as controllers restart. A process
+    that has gone keeps counting what it used, so a group's total only grows."""
+
+    def __init__(
+        self,
+        groups: Callable[[], dict[str, Iterable[int]]],
+        *,
+        interval_s: float = 0.1,
+        refresh_s: float = 1.0,
+    ) -> None:
+        self._groups = groups
+        self._interval_s = interval_s
+        self._refresh_s = refresh_s
+        self._used: dict[str, dict[int, float]] = {}  # group -> pid -> CPU seconds
+        self._pids: dict[str, list[int]] = {}
+        self._refreshed = float("-inf")
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-trace", daemon=True)
+
+    def start(self) -> CpuTrace:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self._interval_s)
+
+    def sample(self) -> None:
+        """One reading of every group (the thread's; a test's)."""
+        now = time.time()
+        if now - self._refreshed >= self._refresh_s:
+            self._refreshed = now
+            self._pids = {
+                name: [q for p in group for q in (p, *children(p))]
+                for name, group in self._groups().items()
+            }
+        for name, group in self._pids.items():
+            used = self._used.setdefault(name, {})
+            for pid in group:
+                seconds = cpu_seconds(pid)
+                if seconds is not None:
+                    used[pid] = seconds
+        self.samples.append((now, {n: sum(u.values()) for n, u in self._used.items()}))
+
+    async def past(self, instant: float) -> None:
+        """Until a sample after ``instant`` has been taken."""
+        while not self.samples or self.samples[-1][0] <= instant:
+            await asyncio.sleep(self._interval_s)
+
+    def at(self, group: str, instant: float) -> float:
+        """``group``'s CPU seconds up to ``instant``, between the samples around it."""
+        samples = self.samples
+        i = bisect.bisect_left(samples, instant, key=lambda s: s[0])
+        if i == 0:
+            return samples[0][1].get(group, 0.0) if samples else 0.0
+        if i == len(samples):
+            return samples[-1][1].get(group, 0.0)
+        (t0, a), (t1, b) = samples[i - 1], samples[i]
+        v0, v1 = a.get(group, 0.0), b.get(group, 0.0)
+        return v0 + (v1 - v0) * (instant - t0) / (t1 - t0) if t1 > t0 else v1
+
+    def used(self, group: str, start: float, end: float) -> float:
+        """``group``'s CPU seconds between two instants (``time.time()``; ``past(end)``
+        first)."""
+        return self.at(group, end) - self.at(group, start)
 
 
 def split_ids(ids: Sequence[int], per_process: int) -> list[list[int]]:

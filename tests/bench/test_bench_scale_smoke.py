@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 from bench_smoke_harness import run_quick
@@ -24,8 +25,10 @@ def test_scale_reports_every_scenario_labelled_simulation(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads((tmp_path / "scale.json").read_text())
     assert (data["status"], data["error"]) == ("ok", "")
-    times, memory = data["results"]
+    times, cpu, memory = data["results"]
     assert times["title"] == "simulation: 12 brokers x 1,200 partitions (RF 3)"
+    assert cpu["title"] == "simulation: CPU, 12 brokers x 1,200 partitions (RF 3)"
+    assert [r["label"] for r in cpu["rows"]] == [r["label"] for r in times["rows"]]
     assert memory["title"] == "simulation: memory, 12 brokers x 1,200 partitions (RF 3)"
     rows = {r["label"]: r["values"] for r in times["rows"]}
     assert set(rows) == ROWS
@@ -52,5 +55,13 @@ def test_scale_reports_every_scenario_labelled_simulation(tmp_path):
         assert row["um_bytes_all"] >= row["um_bytes"] and row["lai_states"] >= 0
     # Brokers that took the digest are resent nothing they hold; the full path resends all.
     assert digest["um_bytes_all"] < full["um_bytes_all"]
+    # Where each failure's time went: every row names the CPU each side used in it.
+    for label, row in rows.items():
+        for side in ("controllers", "fleet", "etcd"):
+            assert f"{side}_cpu_ms" in row, (label, side)
+        assert row["cores_at_rest"] <= 2.0 * (os.cpu_count() or 1), label
+    # Creating 1,200 partitions and sending every broker all of them take CPU on both sides.
+    for label in ("topic creation", "controller SIGKILL, full metadata"):
+        assert rows[label]["controllers_cpu_ms"] > 0 and rows[label]["fleet_cpu_ms"] > 0, label
     (mem,) = memory["rows"]
     assert all(v > 0 for v in mem["values"].values()), mem
