@@ -44,8 +44,8 @@ log = logging.getLogger(__name__)
 # apply the first leaders while the controller decides and commits the rest, rather than
 # everything at once at the end.
 ELECTION_CHUNK = 5_000
-# How long a failure's replica step waits for the brokers to answer the elections' requests
-# (``FlowContext.requests_answered``). A broker failure leading 10,000 partitions is
+# How long a failure's replica step waits for the brokers to answer the elections' requests,
+# or whatever else is in flight (``FlowContext.requests_answered``). A broker failure leading 10,000 partitions is
 # answered in about half a second; a broker that does not answer (stopped, partitioned) holds
 # the rest of the event for this long at most, and its requests are retried as before.
 ANSWERS_WAIT_S = 1.0
@@ -196,8 +196,11 @@ class BrokerFlows:
             # The replica step below computes for a while on the event loop, and an answer
             # arriving meanwhile would wait for it, and with it the rest of each broker's chain
             # (UpdateMetadata, the next chunk): let the brokers answer the elections first.
-            if without_leader:
-                await c.requests_answered(ANSWERS_WAIT_S)
+            # With nothing to elect, what follows (ISR shrinks, the broker gone from the live
+            # set) is not urgent, and what is in flight may be: a controlled shutdown's
+            # leadership moves, still reaching a thousand brokers when the broker they let go
+            # has stopped. Sent between, this event's requests would hold their tail back.
+            await c.requests_answered(ANSWERS_WAIT_S)
             # Dead replicas leave the ISR (the dead leader's partitions were re-elected above),
             # a chunk at a time: between chunks the brokers' answers are taken, so the
             # election chunks still queued behind them leave meanwhile.
