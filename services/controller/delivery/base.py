@@ -86,7 +86,13 @@ class ChannelsOfTheTerm:
     def queued_marks(self) -> dict[int, int]:
         return {}
 
-    async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
+    async def wait_answered(
+        self,
+        timeout_s: float,
+        upto: Mapping[int, int] | None = None,
+        *,
+        quiet_s: float | None = None,
+    ) -> bool:
         return True
 
     def unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:

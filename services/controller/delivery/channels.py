@@ -494,10 +494,19 @@ class ControllerChannelManager:
         ``upto`` was taken."""
         return frozenset(i for i, b in self._brokers.items() if b.finished < upto.get(i, 0))
 
-    async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
+    async def wait_answered(
+        self,
+        timeout_s: float,
+        upto: Mapping[int, int] | None = None,
+        *,
+        quiet_s: float | None = None,
+    ) -> bool:
         """Wait until every broker has answered each batch queued so far (its sender is done
         with them, the requests queued behind an answer included), or only those queued by
-        the time ``upto`` was taken (``queued_marks``); False after ``timeout_s``.
+        the time ``upto`` was taken (``queued_marks``); False after ``timeout_s``, or with
+        ``quiet_s`` as soon as that long has passed without a broker waited for answering
+        (those left are not answering: stopped, partitioned): a wait that lasts as long as a
+        busy fleet takes to answer, and not much longer when some broker never will.
 
         A caller about to compute for long on the event loop waits here first, so that each
         answer is taken as it comes and the next request leaves at once, as Kafka's send
@@ -512,30 +521,38 @@ class ControllerChannelManager:
         def done(broker: _Broker, target: int) -> bool:
             return broker.finished >= target or self._brokers.get(broker.info.id) is not broker
 
-        return await self._wait_progress(targets, done, timeout_s)
+        return await self._wait_progress(targets, done, timeout_s, quiet_s)
 
     async def _wait_progress(
         self,
         targets: list[tuple[_Broker, int]],
         done: Callable[[_Broker, int], bool],
         timeout_s: float,
+        quiet_s: float | None = None,
     ) -> bool:
         """Wait until ``done(broker, target)`` for every target (re-checked whenever that
-        broker's sender moves on); False after ``timeout_s``. One waiter for all the targets,
-        not a task a broker: a wait on a thousand brokers after every batch would otherwise cost
-        a thousand tasks."""
+        broker's sender moves on); False after ``timeout_s``, or after ``quiet_s`` with no
+        target reached. One waiter for all the targets, not a task a broker: a wait on a
+        thousand brokers after every batch would otherwise cost a thousand tasks."""
         pending = {b: t for b, t in targets if not done(b, t)}
         if not pending:
             return True
-        waiter = _Waiter(pending, done, asyncio.get_running_loop().create_future())
+        clock = self._clock
+        waiter = _Waiter(pending, done, asyncio.get_running_loop().create_future(), clock)
         self._waiters.append(waiter)
+        deadline = clock.now() + timeout_s
         try:
-            await wait_for(self._clock, waiter.future, timeout_s)
-        except TimeoutError:
-            return False
+            while True:
+                left = deadline - clock.now()
+                if quiet_s is not None:
+                    left = min(left, waiter.progressed_at + quiet_s - clock.now())
+                if left <= 0:
+                    return False
+                with contextlib.suppress(TimeoutError):
+                    await wait_for(clock, asyncio.shield(waiter.future), left)
+                    return True
         finally:
             self._waiters.remove(waiter)
-        return True
 
     def _progressed(self, broker: _Broker) -> None:
         """A broker's sender moved on: the waiters it was the last one pending for are done."""
@@ -953,17 +970,24 @@ _ANSWER_FIELDS = {
 
 @dataclass(eq=False)
 class _Waiter:
-    """One ``_wait_progress`` call: the brokers still short of their target."""
+    """One ``_wait_progress`` call: the brokers still short of their target, and when the
+    last one reached it (on ``clock``)."""
 
     pending: dict[_Broker, int]
     done: Callable[[_Broker, int], bool]
     future: asyncio.Future
+    clock: Clock
+    progressed_at: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.progressed_at = self.clock.now()
 
     def progressed(self, broker: _Broker) -> None:
         target = self.pending.get(broker)
         if target is None or not self.done(broker, target):
             return
         del self.pending[broker]
+        self.progressed_at = self.clock.now()
         if not self.pending and not self.future.done():
             self.future.set_result(None)
 

@@ -169,10 +169,16 @@ class FastDelivery(ChannelsOfTheTerm):
     def queued_marks(self) -> dict[int, int]:
         return {} if self.channels is None else self.channels.queued_marks()
 
-    async def wait_answered(self, timeout_s: float, upto: Mapping[int, int] | None = None) -> bool:
+    async def wait_answered(
+        self,
+        timeout_s: float,
+        upto: Mapping[int, int] | None = None,
+        *,
+        quiet_s: float | None = None,
+    ) -> bool:
         if self.channels is None:
             return True
-        return await self.channels.wait_answered(timeout_s, upto)
+        return await self.channels.wait_answered(timeout_s, upto, quiet_s=quiet_s)
 
     def unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:
         return frozenset() if self.channels is None else self.channels.unanswered(upto)

@@ -261,11 +261,16 @@ class FlowContext:
         return self._c.delivery.queued_marks()
 
     async def requests_answered(
-        self, timeout_s: float, upto: Mapping[int, int] | None = None
+        self,
+        timeout_s: float,
+        upto: Mapping[int, int] | None = None,
+        *,
+        quiet_s: float | None = None,
     ) -> bool:
         """Wait until the brokers have answered what was queued, or what was queued by the
-        time ``upto`` was taken (``queued_marks``); ``timeout_s`` at most."""
-        return await self._c.delivery.wait_answered(timeout_s, upto)
+        time ``upto`` was taken (``queued_marks``); ``timeout_s`` at most, and with
+        ``quiet_s`` no longer than that once no broker waited for has answered for as long."""
+        return await self._c.delivery.wait_answered(timeout_s, upto, quiet_s=quiet_s)
 
     def requests_unanswered(self, upto: Mapping[int, int]) -> frozenset[int]:
         """The brokers that have not answered all that was queued by the time ``upto`` was
