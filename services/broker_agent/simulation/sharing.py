@@ -1,5 +1,6 @@
 """What simulated brokers of one process share: each UpdateMetadata body decoded once, and
-each topic's next cached state built once (``metadata_cache.SharedUpdates``).
+each topic's next cached state, and each request's next topics map, built once
+(``metadata_cache.SharedUpdates``).
 
 The controller sends every broker the same UpdateMetadata partition states behind a header of
 its own (its broker epoch). On a real cluster each broker decodes and applies them on its own

@@ -229,5 +229,23 @@ def test_caches_sharing_updates_share_each_topic_and_answer_as_unshared_ones():
         assert one.describe(None) == two.describe(None) == alone.describe(None)
     assert one._topics["c"] is two._topics["c"]
     assert one._topics["c"] is not alone._topics["c"]
-    assert (shared.hits, shared.misses) == (5, 5)  # 5 topic runs, each built once
+    # 5 topic runs, each built once, by the first cache; the second took each whole request's
+    # result, topics map and all.
+    assert (shared.hits, shared.misses) == (0, 5)
+    assert one._topics is two._topics
     assert one.topics() == ["c"]
+
+    # A cache that missed requests (it started late: the last step only) holds a map of its
+    # own from then on, equal to the others', and still takes its topics from them where it
+    # applies what they applied to the same topic state.
+    late, late_alone = MetadataCache(shared), MetadataCache()
+    more = decoded(request([mp("c", 1, 2), mp("d", 0, 1)]))
+    for cache in (late, late_alone):
+        cache.update(steps[2])
+    for cache in (one, two, late, late_alone):
+        cache.update(more)
+    assert late.digest() == late_alone.digest() and late.describe(None) == late_alone.describe(None)
+    assert late._topics is not one._topics
+    assert late._topics["d"] is one._topics["d"]  # built once: ``d`` was new to both
+    assert late._topics["c"] is one._topics["c"]  # both applied the same runs to no ``c``
+    assert late._topics == one._topics and late.digest() == one.digest()
