@@ -193,7 +193,7 @@ class SharedUpdates:
             kept, result = found
             if kept[0] is topics and kept[1] is runs and kept[2] is deleted_topics:
                 return result
-        result = _apply_request(topics, runs, deleted_topics, self.apply)
+        result = apply_request(topics, runs, deleted_topics, self.apply)
         applied = self._applied
         if len(applied) >= self._requests:
             del applied[next(iter(applied))]
@@ -207,15 +207,21 @@ class RequestResult(NamedTuple):
     deleted: tuple[TopicPartition, ...]
 
 
-def _apply_request(
+def apply_request(
     old_topics: dict[str, TopicCache],
     runs: tuple[TopicRun, ...],
     deleted_topics: tuple[str, ...],
     apply: Callable[[TopicCache | None, TopicRun], tuple[TopicCache | None, tuple[int, ...]]],
+    *,
+    in_place: bool = False,
 ) -> RequestResult:
+    """An UpdateMetadata's topic runs and deleted topics applied to a topics map, each run
+    through ``apply``: the next map (``old_topics`` itself, changed, with ``in_place``; else a
+    copy, or ``old_topics`` unchanged when the request names no topic), the digest's change
+    (not reduced) and the partitions deleted."""
     if not runs and not deleted_topics:
         return RequestResult(old_topics, 0, ())
-    topics = dict(old_topics)
+    topics = old_topics if in_place else dict(old_topics)
     change = 0
     deleted: list[TopicPartition] = []
     for run in runs:
@@ -327,39 +333,18 @@ class MetadataCache:
             runs = topic_runs(request.partitions, hashes)
         if self._shared is not None:
             applied = self._shared.apply_request(self._topics, runs, request.deleted_topics)
-            self._topics = applied.topics
-            if self._views:
-                for run in runs:
-                    self._views.pop(run.topic, None)
-                for topic in request.deleted_topics:
-                    self._views.pop(topic, None)
-            self._digest = metadata_digest.combine(self._digest + applied.digest_change)
-            return list(applied.deleted)
-        apply = apply_run
-        topics, views = self._topics, self._views
-        digest = self._digest
-        deleted: list[TopicPartition] = []
-        for run in runs:
-            topic = run.topic
-            old = topics.get(topic)
-            new, gone = apply(old, run)
-            digest += (new.digest if new is not None else 0) - (
-                old.digest if old is not None else 0
+        else:  # a broker of its own: its map changed in place
+            applied = apply_request(
+                self._topics, runs, request.deleted_topics, apply_run, in_place=True
             )
-            if new is None:
-                topics.pop(topic, None)
-            else:
-                topics[topic] = new
-            views.pop(topic, None)
-            deleted.extend(TopicPartition(topic, p) for p in gone)
-        for topic in request.deleted_topics:
-            old = topics.pop(topic, None)
-            views.pop(topic, None)
-            if old is not None:
-                digest -= old.digest
-                deleted.extend(TopicPartition(topic, p) for p in sorted(old.partitions))
-        self._digest = metadata_digest.combine(digest)
-        return deleted
+        self._topics = applied.topics
+        if self._views:
+            for run in runs:
+                self._views.pop(run.topic, None)
+            for topic in request.deleted_topics:
+                self._views.pop(topic, None)
+        self._digest = metadata_digest.combine(self._digest + applied.digest_change)
+        return list(applied.deleted)
 
     # ------------------------------------------------------------------ queries
 

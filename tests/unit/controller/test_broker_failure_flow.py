@@ -21,6 +21,7 @@ import pytest
 
 from bench.controller_micro import RecordingChannels, active
 from leasehold.broker.v1 import control_pb2
+from leasehold.clock import ManualClock
 from leasehold.statechange import StateChangeRecord
 from services.controller import events as ev
 from services.controller import statelog as statelog_module
@@ -373,12 +374,16 @@ class _NoChannel:
 
 
 class _Held(ControllerChannelManager):
-    """Senders whose calls serialise at once and are answered only when ``release`` is set."""
+    """Senders whose calls serialise at once and are answered only when ``release`` is set
+    (``_gate``)."""
 
-    def __init__(self) -> None:
-        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None)
+    def __init__(self, clock: ManualClock | None = None) -> None:
+        super().__init__(ChannelSettings("ctl", 9190), lambda *a: None, clock=clock)
         self.release = asyncio.Event()
         self.wire: list[tuple[int, str]] = []
+
+    def _gate(self, broker_id: int) -> asyncio.Event:
+        return self.release
 
     def add_broker(self, info: BrokerInfo) -> None:
         broker = self._broker(info, _NoChannel())  # type: ignore[arg-type]
@@ -391,7 +396,7 @@ class _Held(ControllerChannelManager):
             async def invoke():
                 broker.serialize(request)
                 self.wire.append((broker.info.id, kind))
-                await self.release.wait()
+                await self._gate(broker.info.id).wait()
                 return _RESPONSES[kind]()
 
             return asyncio.get_running_loop().create_task(invoke())
@@ -401,6 +406,101 @@ class _Held(ControllerChannelManager):
     async def close(self) -> None:
         for b in self._brokers.values():
             b.task.cancel()
+
+
+class _Answering(_Held):
+    """Senders answered broker by broker, when the test says (``answer``), on a manual
+    clock."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.gates: dict[int, asyncio.Event] = {}
+
+    def _gate(self, broker_id: int) -> asyncio.Event:
+        return self.gates.setdefault(broker_id, asyncio.Event())
+
+    async def answer(self, broker_id: int) -> None:
+        self._gate(broker_id).set()
+        broker = self._brokers[broker_id]
+        while broker.finished < broker.queued:
+            await asyncio.sleep(0)
+
+
+async def _answering(brokers: int) -> tuple[_Answering, ManualClock]:
+    """``brokers`` brokers, each sent one UpdateMetadata it has not answered."""
+    clock = ManualClock()
+    ch = _Answering(clock)
+    for b in range(1, brokers + 1):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+        ch.send(b, UPDATE_METADATA, control_pb2.UpdateMetadataRequest())
+    return ch, clock
+
+
+async def _turns() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+# ``wait_answered`` with ``quiet_s`` (the replica step's wait): as long as brokers keep
+# answering, ``timeout_s`` at most, and no longer than ``quiet_s`` after the last answer.
+
+
+async def test_a_quiet_bounded_wait_lasts_while_answers_come_and_ends_when_all_have() -> None:
+    ch, clock = await _answering(3)
+    waiting = asyncio.create_task(ch.wait_answered(10.0, quiet_s=1.0))
+    await _turns()
+    for broker in (1, 2):  # each answer comes 0.9 s after the last: past 1 s in all
+        clock.advance(0.9)
+        await ch.answer(broker)
+        await _turns()
+        assert not waiting.done()
+    clock.advance(0.9)
+    await ch.answer(3)
+    assert await asyncio.wait_for(waiting, 1.0) is True
+    assert ch._waiters == []
+    await ch.close()
+
+
+async def test_a_quiet_bounded_wait_gives_up_once_no_broker_answered_for_quiet_s() -> None:
+    ch, clock = await _answering(3)
+    waiting = asyncio.create_task(ch.wait_answered(10.0, quiet_s=1.0))
+    await _turns()
+    clock.advance(0.5)
+    await ch.answer(1)
+    await _turns()
+    clock.advance(0.9)  # 0.9 s since broker 1's answer: still waiting
+    await _turns()
+    assert not waiting.done()
+    clock.advance(0.2)  # brokers 2 and 3 never answer
+    assert await asyncio.wait_for(waiting, 1.0) is False
+    assert ch._waiters == []
+    await ch.close()
+
+
+async def test_answers_that_keep_coming_are_waited_for_timeout_s_at_most() -> None:
+    ch, clock = await _answering(4)
+    waiting = asyncio.create_task(ch.wait_answered(2.0, quiet_s=1.0))
+    await _turns()
+    for broker in (1, 2):
+        clock.advance(0.8)
+        await ch.answer(broker)
+        await _turns()
+        assert not waiting.done()
+    clock.advance(0.5)  # 2.1 s in, 0.5 s since the last answer
+    assert await asyncio.wait_for(waiting, 1.0) is False
+    await ch.close()
+
+
+async def test_without_quiet_s_a_silent_fleet_is_waited_for_timeout_s() -> None:
+    ch, clock = await _answering(2)
+    waiting = asyncio.create_task(ch.wait_answered(3.0))
+    await _turns()
+    clock.advance(2.9)
+    await _turns()
+    assert not waiting.done()
+    clock.advance(0.2)
+    assert await asyncio.wait_for(waiting, 1.0) is False
+    await ch.close()
 
 
 async def test_wait_issued_idle_only_skips_busy_senders() -> None:
