@@ -118,3 +118,32 @@ async def test_a_batched_renewer_reconnects_after_etcd_restarts():
         renewer.stop()
         await client.close()
         server.stop()
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["grpc", "batched"])
+async def test_a_lease_in_its_last_second_asked_after_a_failure_is_renewed_not_lost(etcd, batched):
+    """After a renewal goes unanswered the renewer asks ``LeaseTimeToLive``, and etcd answers a
+    lease with under a second left with 0 (it truncates; -1 is a lease it does not have). Such a
+    lease lives: the renewer renews it at once instead of reporting it lost."""
+    import time
+
+    from leasehold.etcd.lease import LeaseTracker
+
+    sent_at = time.monotonic()
+    lease_id = await etcd.lease_grant(TTL)
+    while (left := await etcd.lease_ttl(lease_id)) > 0:
+        await asyncio.sleep(0.02)
+    assert left == 0  # in its last second, still held by etcd
+    tracker = LeaseTracker(TTL, sent_at)
+    tracker.unanswered(time.monotonic())  # a renewal went unanswered: TimeToLive comes next
+    states: list[LeaseState] = []
+    renewer = Renewer(etcd, batched=batched)
+    try:
+        renewer.add(lease_id, tracker, states.append)
+        await asyncio.sleep(TTL * 1.5)
+        assert LeaseState.LOST not in states
+        assert tracker.state is LeaseState.CONFIRMED
+        assert await etcd.lease_ttl(lease_id) > 0
+    finally:
+        renewer.stop()
+        await etcd.lease_revoke(lease_id)

@@ -393,6 +393,7 @@ class EtcdClient:
                 raise
 
     async def lease_ttl(self, lease_id: int) -> int:
+        """Whole seconds the lease has left: -1 once etcd no longer has it, 0 under a second."""
         resp = await self._call(self.lease.LeaseTimeToLive, rpc.LeaseTimeToLiveRequest(ID=lease_id))
         return resp.TTL
 

@@ -65,7 +65,24 @@ class LeaseTracker:
         self.deadline = granted_at + ttl
         self.state = LeaseState.CONFIRMED
         self.failed = False  # the last call did not get an answer
+        # etcd's last answer: the lease lives with under a second left (``answered``)
+        self.expiring = False
         self.min_margin = float(ttl)  # the least time left on the lease when it was renewed
+
+    def answered(self, ask: Ask, sent_at: float, ttl: int) -> LeaseState | None:
+        """etcd's answer to ``ask``, sent at ``sent_at``: a TTL in whole seconds. A keep-alive
+        answers 0 for a lease etcd does not have; ``LeaseTimeToLive`` answers -1 for it, and 0
+        for a lease that lives with under a second left (it truncates). That lease is renewed
+        at once (``next_step``), its state and deadline left as they are: the answer confirms
+        no time beyond its own send."""
+        if ttl < 0 or (ttl == 0 and ask is Ask.KEEP_ALIVE):
+            return self.gone()
+        if ttl == 0:
+            if self.state is not LeaseState.LOST:
+                self.failed = False
+                self.expiring = True
+            return None
+        return self.alive(sent_at, ttl)
 
     def alive(self, sent_at: float, ttl_left: float) -> LeaseState | None:
         """etcd answered that the lease lives ``ttl_left`` more seconds (keep-alive or
@@ -73,6 +90,7 @@ class LeaseTracker:
         if self.state is LeaseState.LOST:
             return None
         self.failed = False
+        self.expiring = False
         if self.state is LeaseState.CONFIRMED:
             self.min_margin = min(self.min_margin, self.deadline - sent_at)
         self.deadline = max(self.deadline, sent_at + ttl_left)
@@ -103,9 +121,12 @@ class LeaseTracker:
     def next_step(self, now: float, last_sent: float) -> Step | None:
         """What the loop does next (None once the lease is lost): renew every interval while
         confirmed and answered; after a failure or past the deadline, ask TimeToLive every
-        ``RETRY_S`` until etcd answers."""
+        ``RETRY_S`` until etcd answers; renew at once when it answered that the lease has under
+        a second left."""
         if self.state is LeaseState.LOST:
             return None
+        if self.expiring and not self.failed:
+            return Step(Ask.KEEP_ALIVE, 0.0, UNCONFIRMED_TIMEOUT_S)
         if self.failed or self.state is LeaseState.UNCONFIRMED:
             wait = max(0.0, last_sent + RETRY_S - now)
             return Step(Ask.TIME_TO_LIVE, wait, UNCONFIRMED_TIMEOUT_S)

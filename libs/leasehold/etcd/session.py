@@ -401,9 +401,8 @@ class Renewer(threading.Thread):
             return tracker.unanswered(self._clock())
         h.unanswered = 0
         h.answered_at = self._clock()
-        if answer <= 0:
-            return tracker.gone()
-        return tracker.alive(sent_at, answer)
+        assert h.step is not None
+        return tracker.answered(h.step.ask, sent_at, answer)
 
     def _note(self, h: Held, moved: LeaseState | None) -> None:
         if moved is None:

@@ -59,6 +59,43 @@ def test_lease_gone_is_final():
     assert t.next_step(now=105.0, last_sent=105.0) is None
 
 
+def test_time_to_live_zero_is_a_lease_with_under_a_second_left_renewed_at_once():
+    # A renewal went unanswered, then LeaseTimeToLive says 0: etcd truncates the seconds
+    # left, and says -1 for a lease it does not have.
+    t = tracker()
+    t.alive(sent_at=101.0, ttl_left=3)
+    t.unanswered(now=102.5)
+    assert t.answered(Ask.TIME_TO_LIVE, sent_at=103.2, ttl=0) is None
+    assert (t.state, t.deadline) == (LeaseState.CONFIRMED, 104.0)  # nothing confirmed beyond
+    step = t.next_step(now=103.2, last_sent=103.2)
+    assert (step.ask, step.wait_s) == (Ask.KEEP_ALIVE, 0.0)
+    assert t.answered(Ask.KEEP_ALIVE, sent_at=103.21, ttl=3) is None
+    assert t.deadline == pytest.approx(106.21)
+    assert t.next_step(now=103.3, last_sent=103.21).wait_s == pytest.approx(0.41)
+
+
+def test_time_to_live_zero_while_unconfirmed_renews_before_confirming():
+    t = tracker()
+    t.unanswered(now=103.5)
+    assert t.answered(Ask.TIME_TO_LIVE, sent_at=103.7, ttl=0) is None
+    assert t.state is LeaseState.UNCONFIRMED
+    step = t.next_step(now=103.7, last_sent=103.7)
+    assert (step.ask, step.wait_s) == (Ask.KEEP_ALIVE, 0.0)
+    assert step.timeout_s > 0.5  # not the expired deadline's minimum
+    # The renewal unanswered: ask again whether it lives before renewing.
+    t.unanswered(now=104.7)
+    assert t.next_step(now=104.7, last_sent=103.7).ask is Ask.TIME_TO_LIVE
+    assert t.answered(Ask.TIME_TO_LIVE, sent_at=104.8, ttl=0) is None
+    assert t.answered(Ask.KEEP_ALIVE, sent_at=104.81, ttl=3) is LeaseState.CONFIRMED
+
+
+@pytest.mark.parametrize(("ask", "ttl"), [(Ask.KEEP_ALIVE, 0), (Ask.TIME_TO_LIVE, -1)])
+def test_the_answer_etcd_gives_for_a_lease_it_does_not_have_is_gone(ask, ttl):
+    t = tracker()
+    assert t.answered(ask, sent_at=101.0, ttl=ttl) is LeaseState.LOST
+    assert t.next_step(now=101.0, last_sent=101.0) is None
+
+
 def test_lease_gone_while_confirmed():
     t = tracker()
     assert t.gone() is LeaseState.LOST
