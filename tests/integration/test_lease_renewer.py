@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 
 from leasehold.etcd import Renewer, Session
-from leasehold.etcd.lease import LeaseState
+from leasehold.etcd.lease import LeaseState, LeaseTracker
 
 TTL = 2
 
@@ -121,14 +122,12 @@ async def test_a_batched_renewer_reconnects_after_etcd_restarts():
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["grpc", "batched"])
-async def test_a_lease_in_its_last_second_asked_after_a_failure_is_renewed_not_lost(etcd, batched):
+async def test_a_lease_in_its_last_second_asked_after_a_failure_is_renewed_not_lost(
+    etcd, batched, caplog
+):
     """After a renewal goes unanswered the renewer asks ``LeaseTimeToLive``, and etcd answers a
     lease with under a second left with 0 (it truncates; -1 is a lease it does not have). Such a
-    lease lives: the renewer renews it at once instead of reporting it lost."""
-    import time
-
-    from leasehold.etcd.lease import LeaseTracker
-
+    lease lives: the renewer renews it at once, and says so, instead of reporting it lost."""
     sent_at = time.monotonic()
     lease_id = await etcd.lease_grant(TTL)
     while (left := await etcd.lease_ttl(lease_id)) > 0:
@@ -139,9 +138,12 @@ async def test_a_lease_in_its_last_second_asked_after_a_failure_is_renewed_not_l
     states: list[LeaseState] = []
     renewer = Renewer(etcd, batched=batched)
     try:
-        renewer.add(lease_id, tracker, states.append)
-        await asyncio.sleep(TTL * 1.5)
+        with caplog.at_level(logging.WARNING, logger="leasehold.etcd.session"):
+            renewer.add(lease_id, tracker, states.append)
+            await asyncio.sleep(TTL * 1.5)
         assert LeaseState.LOST not in states
+        near = [r for r in caplog.records if r.getMessage().startswith("lease in its last")]
+        assert [r.lease for r in near] == [f"{lease_id:x}"]
         assert tracker.state is LeaseState.CONFIRMED
         assert await etcd.lease_ttl(lease_id) > 0
     finally:

@@ -402,7 +402,14 @@ class Renewer(threading.Thread):
         h.unanswered = 0
         h.answered_at = self._clock()
         assert h.step is not None
-        return tracker.answered(h.step.ask, sent_at, answer)
+        moved = tracker.answered(h.step.ask, sent_at, answer)
+        if tracker.expiring:
+            # A near loss: the renewals before went unanswered until the lease's last second.
+            log.warning(
+                "lease in its last second: renewing at once",
+                extra={"lease": f"{h.lease_id:x}", "thread_late_s": round(h.lateness, 3)},
+            )
+        return moved
 
     def _note(self, h: Held, moved: LeaseState | None) -> None:
         if moved is None:
