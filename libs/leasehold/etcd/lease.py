@@ -99,6 +99,7 @@ class LeaseTracker:
     def gone(self) -> LeaseState | None:
         """etcd answered that the lease does not exist (TTL 0 or -1, or 'lease not found')."""
         self.failed = False
+        self.expiring = False
         return self._move(LeaseState.LOST)
 
     def unanswered(self, now: float) -> LeaseState | None:

@@ -89,6 +89,16 @@ def test_time_to_live_zero_while_unconfirmed_renews_before_confirming():
     assert t.answered(Ask.KEEP_ALIVE, sent_at=104.81, ttl=3) is LeaseState.CONFIRMED
 
 
+def test_a_lease_in_its_last_second_that_expires_before_the_renewal_is_gone():
+    t = tracker()
+    t.unanswered(now=102.5)
+    t.answered(Ask.TIME_TO_LIVE, sent_at=102.7, ttl=0)
+    assert t.expiring
+    assert t.answered(Ask.KEEP_ALIVE, sent_at=102.71, ttl=0) is LeaseState.LOST
+    assert not t.expiring  # the renewer does not report it as still being renewed
+    assert t.next_step(now=102.8, last_sent=102.71) is None
+
+
 @pytest.mark.parametrize(("ask", "ttl"), [(Ask.KEEP_ALIVE, 0), (Ask.TIME_TO_LIVE, -1)])
 def test_the_answer_etcd_gives_for_a_lease_it_does_not_have_is_gone(ask, ttl):
     t = tracker()
