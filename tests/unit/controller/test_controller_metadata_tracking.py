@@ -83,6 +83,27 @@ def _broker_shutting_down(ctx: ControllerContext) -> None:
     ctx.apply_broker_shutting_down(2)
 
 
+def _broker_back(ctx: ControllerContext) -> None:
+    ctx.apply_broker_removed(3)
+    ctx.take_metadata_changes()
+    ctx.apply_broker_registered(BrokerInfo(3, "h", 1, epoch=2000))
+
+
+def _brokers_gone_and_bounced(ctx: ControllerContext) -> None:
+    ctx.apply_broker_removed(2)
+    ctx.apply_broker_removed(3)
+    ctx.apply_broker_registered(BrokerInfo(3, "h", 1, epoch=2000))  # back before anyone looked
+    ctx.apply_broker_registered(BrokerInfo(1, "h", 1, epoch=2001))  # a new epoch, still live
+
+
+def _broker_joined(ctx: ControllerContext) -> None:
+    ctx.apply_broker_registered(BrokerInfo(4, "h", 1, epoch=2000))
+
+
+def _log_dir_failed(ctx: ControllerContext) -> None:
+    ctx.apply_offline_replicas(1, [U0, TopicPartition("gone", 0)])
+
+
 def _replica_state_only(ctx: ControllerContext) -> None:
     ctx.apply_replica_state(PartitionReplica(T0, 1), ReplicaState.ONLINE)
 
@@ -96,8 +117,12 @@ def _replica_state_only(ctx: ControllerContext) -> None:
         (_topic_queued_for_deletion, False, {T0, T1, T2}),
         (_topic_removed, False, {U0}),
         (_topic_id_changed, False, {U0}),
-        (_broker_gone, True, set()),
-        (_broker_shutting_down, True, set()),
+        (_broker_gone, False, {T1, T2, U0}),  # those with a replica on broker 3
+        (_broker_shutting_down, False, {T0, T1}),
+        (_broker_back, False, {T1, T2, U0}),
+        (_brokers_gone_and_bounced, False, {T0, T1, T2, U0}),
+        (_broker_joined, False, set()),
+        (_log_dir_failed, False, {U0, TopicPartition("gone", 0)}),
         (_replica_state_only, False, set()),
     ],
 )
@@ -192,6 +217,10 @@ def _broker_applies(broker: MetadataCache, encoded: wire.EncodedRequest) -> None
         _topic_id_changed,
         _broker_gone,
         _broker_shutting_down,
+        _broker_back,
+        _brokers_gone_and_bounced,
+        _broker_joined,
+        _log_dir_failed,
         _replica_state_only,
     ],
 )
@@ -227,7 +256,8 @@ def test_the_digest_is_what_a_broker_holds_after_the_requests(
     )
     cache.refresh(ctx)
     assert broker.digest() == cache.digest()
-    assert (cache.digest() == before) == (change is _replica_state_only)
+    unchanged = change in (_replica_state_only, _broker_back, _broker_joined)
+    assert (cache.digest() == before) == unchanged
 
 
 def test_digest_first_requests(make_ctx) -> None:
