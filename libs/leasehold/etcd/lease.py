@@ -97,7 +97,8 @@ class LeaseTracker:
         return self._move(LeaseState.CONFIRMED)
 
     def gone(self) -> LeaseState | None:
-        """etcd answered that the lease does not exist (TTL 0 or -1, or 'lease not found')."""
+        """etcd answered that the lease does not exist (a keep-alive's TTL 0, ``LeaseTimeToLive``'s
+        -1, or 'lease not found')."""
         self.failed = False
         self.expiring = False
         return self._move(LeaseState.LOST)

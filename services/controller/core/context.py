@@ -499,7 +499,8 @@ class ControllerContext:
         self._metadata_changed.update(tp for tp in self._assignments if tp.topic == topic)
 
     def metadata_changes_pending(self) -> int:
-        """How many partitions the next ``take_metadata_changes`` names, without taking them."""
+        """How many partitions the next ``take_metadata_changes`` names, without taking them
+        (the brokers whose liveness moved are turned into their partitions here already)."""
         if self._metadata_all_changed:
             return len(self._assignments)
         self._note_liveness_moves()
