@@ -266,6 +266,8 @@ class Controller:
             return
         elif isinstance(event, ev.Heartbeat):
             f.failover.on_heartbeat(event)
+        elif isinstance(event, ev.ResendLeaderAndIsr) and event.generation == self.generation:
+            await f.failover.resend_to_late_brokers()
         elif isinstance(event, ev.AutoRebalance) and event.generation == self.generation:
             await f.elections.auto_rebalance()
         elif isinstance(event, ev.StopReplicaResult) and event.controller_epoch == self.epoch:

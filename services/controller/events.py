@@ -15,7 +15,8 @@ Two families, as Kafka's ControllerEventManager has:
   from the election task, ``GraceExpired`` from the outage grace's timer, ``AutoRebalance`` and
   ``Heartbeat`` from their timers, ``AlterPartition`` / ``ControlledShutdown`` from the gRPC
   servicer (they carry a future the servicer awaits), ``StopReplicaResult`` from a broker
-  channel, and ``RetryTopicDeletion`` from the deletion manager's back-off timer,
+  channel, ``ResendLeaderAndIsr`` from brokers' late answers to the failover's UpdateMetadata,
+  ``RetryTopicDeletion`` from the deletion manager's back-off timer, and
   ``RefreshStandbyCache`` from a standby's own timer.
 """
 
@@ -224,6 +225,14 @@ class AutoRebalance(ControllerEvent):
 @dataclass(frozen=True)
 class Heartbeat(ControllerEvent):
     """Time for the active controller's ``heartbeat`` record (``flows.failover``)."""
+
+    generation: int
+
+
+@dataclass(frozen=True)
+class ResendLeaderAndIsr(ControllerEvent):
+    """Brokers answered the failover's UpdateMetadata after its replica startup, with metadata
+    other than the old controller's: their LeaderAndIsr is due (``flows.failover``)."""
 
     generation: int
 

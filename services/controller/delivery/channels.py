@@ -610,7 +610,7 @@ class ControllerChannelManager:
         """After the short form's answer: the full request (its pages in order) if the broker's
         cache or live set differs. The requests that count with their answers, and the extra
         attempts."""
-        queued.in_full = _digest_mismatch(answer)
+        queued.answered(_digest_mismatch(answer))
         if not queued.in_full:
             queued.settled.set()
             return [(queued.digest_only, answer)], 0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -122,6 +123,16 @@ class FastDelivery(ChannelsOfTheTerm):
         them (a broker's requests are answered in order, LeaderAndIsr before the UpdateMetadata
         of the same change). Those not yet answered are not counted."""
         return frozenset(b for b, r in self._pushed.items() if r.in_full is False)
+
+    def when_digest_answered(self, callback: Callable[[int, bool], None]) -> frozenset[int]:
+        """Brokers sent the failover's digest that have not answered it yet: as each does,
+        ``callback(broker_id, in_full)`` runs (``in_full``: its cache differed)."""
+        waiting = []
+        for b, r in self._pushed.items():
+            if r.in_full is None:
+                r.when_answered(functools.partial(callback, b))
+                waiting.append(b)
+        return frozenset(waiting)
 
     async def _push_in_full(self, ctx: ControllerContext) -> str:
         """Every partition to every registered broker in full (no digest first), paged, each

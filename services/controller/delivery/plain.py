@@ -8,7 +8,7 @@ test_delivery_oracle.py``), only slower to build.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from services.controller.core import (
@@ -96,6 +96,10 @@ class PlainDelivery(ChannelsOfTheTerm):
 
     def brokers_up_to_date(self) -> frozenset[int]:
         """None known: every broker is sent everything, as Kafka's controller does."""
+        return frozenset()
+
+    def when_digest_answered(self, callback: Callable[[int, bool], None]) -> frozenset[int]:
+        """None: no digest is sent."""
         return frozenset()
 
     def refresh_metadata(self, ctx: ControllerContext) -> None:

@@ -486,7 +486,19 @@ class DigestFirst:
             partition_count = sum(p.partition_count for p in self._pages)
         self.partition_count = partition_count  # of the full request, all pages
         self.settled = asyncio.Event()
-        self.in_full: bool | None = None
+        self.in_full: bool | None = None  # None until the broker answers the short form
+        self._on_answer: list[Callable[[bool], None]] = []
+
+    def when_answered(self, callback: Callable[[bool], None]) -> None:
+        """``callback(in_full)`` once the broker answers the short form (``answered``)."""
+        self._on_answer.append(callback)
+
+    def answered(self, in_full: bool) -> None:
+        """The broker answered the short form: with a mismatch (``in_full``) or taking it."""
+        self.in_full = in_full
+        callbacks, self._on_answer = self._on_answer, []
+        for callback in callbacks:
+            callback(in_full)
 
     @property
     def pages(self) -> tuple[EncodedRequest, ...]:

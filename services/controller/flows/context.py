@@ -238,6 +238,12 @@ class FlowContext:
         exactly what the old controller had told them (``BrokerDelivery.brokers_up_to_date``)."""
         return self._c.delivery.brokers_up_to_date()
 
+    def when_digest_answered(self, callback: Callable[[int, bool], None]) -> frozenset[int]:
+        """Brokers that have not answered the failover's UpdateMetadata yet; as each does,
+        ``callback(broker_id, differed)`` runs, ``differed`` if its metadata was not what the
+        old controller had told it (``BrokerDelivery.when_digest_answered``)."""
+        return self._c.delivery.when_digest_answered(callback)
+
     def bulk_change(self) -> contextlib.AbstractContextManager:
         """Around a change of thousands of partitions."""
         return self._c.delivery.bulk_change()

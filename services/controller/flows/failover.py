@@ -25,12 +25,16 @@ log. A broker whose cache took the failover's digest is left out of that resend:
 applied every UpdateMetadata of the old controller, and a broker answers its requests in queue
 order, each change's LeaderAndIsr before its UpdateMetadata, so it had answered every
 LeaderAndIsr too. At a million partitions the resend is three million partition states
-decoded and ignored by brokers (equal leader epochs), and most of the failover's CPU.
+decoded and ignored by brokers (equal leader epochs), and most of the failover's CPU. A broker
+that has not answered yet is left out as well, and sent its LeaderAndIsr only if its answer,
+when it comes, says its metadata differed (``ResendLeaderAndIsr``): at a thousand brokers a
+busy fleet's answers can take longer than the failover waits, and nearly all of them agree.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from leasehold import telemetry
@@ -43,7 +47,7 @@ from services.controller.core import (
 )
 from services.controller.core.role import Phase
 from services.controller.core.startup import initial_partition_states, initial_replica_states
-from services.controller.events import Elected, Heartbeat
+from services.controller.events import Elected, Heartbeat, ResendLeaderAndIsr
 from services.controller.flows.common import move_partitions, move_replicas
 from services.controller.store import NotElectedError
 
@@ -57,6 +61,9 @@ class Failover:
     def __init__(self, c: FlowContext) -> None:
         self.c = c
         self._heartbeat: Timer | None = None
+        # Brokers whose answer to the failover's UpdateMetadata came after the replica startup
+        # and differed: their LeaderAndIsr is due (``resend_to_late_brokers``).
+        self._late: set[int] = set()
 
     async def on_elected(self, event: Elected) -> None:
         c = self.c
@@ -126,14 +133,18 @@ class Failover:
         for pr, replica_state in initial_replica_states(online, offline):
             ctx.apply_replica_state(pr, replica_state)
         up_to_date = c.brokers_up_to_date()
-        resend = [r for r in online if r.replica not in up_to_date] if up_to_date else online
+        self._late = set()
+        unanswered = c.when_digest_answered(self._answered_late(c.generation))
+        left_out = up_to_date | unanswered
+        resend = [r for r in online if r.replica not in left_out] if left_out else online
         await move_replicas(c, resend, ReplicaState.ONLINE, record_unchanged=False)
         log.info(
             "replica state machine started: %d replicas online (LeaderAndIsr resent for %d; "
-            "brokers %s up to date), %d ineligible",
+            "brokers %s up to date, %s not answered yet), %d ineligible",
             len(online),
             len(resend),
-            sorted(up_to_date) if len(up_to_date) <= 20 else f"{len(up_to_date)}",
+            _brokers(up_to_date),
+            _brokers(unanswered),
             len(offline),
         )
         c.flush()
@@ -170,6 +181,37 @@ class Failover:
             len(ctx.brokers),
         )
 
+    def _answered_late(self, generation: int) -> Callable[[int, bool], None]:
+        """What a broker's answer to the failover's UpdateMetadata, arriving after the replica
+        startup, does: nothing if it took the digest (it was up to date); else the broker is
+        noted for ``resend_to_late_brokers``, in one event for however many answer so."""
+
+        def answered(broker_id: int, differed: bool) -> None:
+            if not differed or generation != self.c.generation:
+                return
+            if not self._late:
+                self.c.put(ResendLeaderAndIsr(generation))
+            self._late.add(broker_id)
+
+        return answered
+
+    async def resend_to_late_brokers(self) -> None:
+        """The replica startup's LeaderAndIsr, to the brokers it left out as not yet answered
+        whose metadata then differed from the old controller's."""
+        c = self.c
+        brokers, self._late = self._late, set()
+        ctx = c.ctx
+        replicas = [
+            r for r in ctx.replicas_on_brokers(brokers) if ctx.is_replica_online(r.replica, r.tp)
+        ]
+        await move_replicas(c, replicas, ReplicaState.ONLINE, record_unchanged=False)
+        c.flush()
+        log.info(
+            "LeaderAndIsr resent for %d replicas to brokers %s, whose metadata differed",
+            len(replicas),
+            _brokers(brokers),
+        )
+
     # ---- heartbeat -------------------------------------------------------------------------
     def start_heartbeat(self) -> None:
         """While active, a ``heartbeat`` record every ``heartbeat_interval_s`` (0: none),
@@ -200,3 +242,9 @@ class Failover:
             outcome,
             (self.c.clock() - started) * 1000,
         )
+
+
+def _brokers(ids: Iterable[int]) -> str:
+    """Broker ids for the log: listed up to 20, else counted."""
+    ids = sorted(ids)
+    return str(ids) if len(ids) <= 20 else f"{len(ids)}"

@@ -11,6 +11,7 @@ import asyncio
 import gc
 import json
 
+import pytest
 from ctlsvc_instant_channels import InstantChannels
 from google.protobuf.message import Message
 
@@ -34,6 +35,7 @@ from services.controller.core import (
     ReplicaState,
     TopicPartition,
 )
+from services.controller.delivery import fast as fast_module
 from services.controller.delivery.channels import (
     UPDATE_METADATA,
 )
@@ -125,8 +127,29 @@ def _events(leaders: dict[TopicPartition, list[int]], registered) -> list[ev.Con
     ]
 
 
+class _Late(_Channels):
+    """``_Channels`` whose brokers in ``late`` answer UpdateMetadata only once ``gate`` is set."""
+
+    def __init__(self, timeline, caches, late: set[int], gate: asyncio.Event) -> None:
+        super().__init__(timeline, caches)
+        self.late = late
+        self.gate = gate
+
+    async def answer(self, broker_id: int, kind: str, data: bytes) -> Message:
+        if kind == UPDATE_METADATA and broker_id in self.late:
+            await self.gate.wait()
+        return await super().answer(broker_id, kind, data)
+
+
 async def _active(
-    tmp_path, leaders, timeline, registered=(1, 2, 3), extra=(), caches=None, delivery="fast"
+    tmp_path,
+    leaders,
+    timeline,
+    registered=(1, 2, 3),
+    extra=(),
+    caches=None,
+    delivery="fast",
+    channels=_Channels,
 ) -> Controller:
     brokers: dict[int, MetadataCache] = {} if caches is None else caches
     c = Controller(
@@ -134,7 +157,7 @@ async def _active(
         _Store(),  # type: ignore[arg-type]
         StateChangeLog(str(tmp_path / "sc.log"), controller_id=1),
         lambda: [],
-        lambda: _Channels(timeline, brokers),
+        lambda: channels(timeline, brokers),
     )
     for e in [*_events(leaders, registered), *extra]:
         await c.handle(e)
@@ -238,6 +261,55 @@ async def test_brokers_kept_up_to_date_take_the_digest_alone(tmp_path) -> None:
     await asyncio.sleep(0.01)
     assert newer.channels.digest_mismatches == 1
     assert {b: cache.digest() for b, cache in caches.items()} == digests
+
+
+@pytest.mark.parametrize("differs", [False, True])
+async def test_a_broker_answering_after_the_replica_startup(tmp_path, monkeypatch, differs) -> None:
+    """A broker whose answer to the failover's digest comes after the replica startup is not
+    sent LeaderAndIsr then; when it answers, it is sent its replicas' only if its metadata
+    differed, and after the full UpdateMetadata."""
+    leaders = {TopicPartition("a", p): [1 + p % 3, 1 + (p + 1) % 3] for p in range(6)}
+    caches: dict[int, MetadataCache] = {}
+    (tmp_path / "old").mkdir()
+    await _active(tmp_path / "old", leaders, [], caches=caches)  # brokers kept up to date
+    if differs:
+        gone = MetadataPartition("a", 0, LEADER_DURING_DELETE, 0, (), ())
+        caches[2].update(UpdateMetadata(1, 2, 12, (gone,), live_brokers=()))
+    monkeypatch.setattr(fast_module, "ISSUE_TIMEOUT_S", 0.001)  # the failover waits no longer
+    gate = asyncio.Event()
+    timeline: list = []
+    c = await _active(
+        tmp_path,
+        leaders,
+        timeline,
+        caches=caches,
+        channels=lambda t, b: _Late(t, b, {2}, gate),
+    )
+    puts: list = []
+    c.put = puts.append
+    lais = [e for e in timeline if e[0] == "wire" and e[2] == "LeaderAndIsr"]
+    assert not lais and not puts  # 1 and 3 took the digest; 2 has not answered
+    assert c.delivery.brokers_up_to_date() == {1, 3}
+
+    gate.set()
+    await asyncio.sleep(0.01)
+    assert not [e for e in timeline if e[0] == "wire" and e[2] == "LeaderAndIsr"]
+    if not differs:
+        assert not puts and c.delivery.brokers_up_to_date() == {1, 2, 3}
+        return
+    assert puts == [ev.ResendLeaderAndIsr(c.generation)]
+    await c.handle(puts[0])
+    await asyncio.sleep(0.01)
+    sent = [(e[1], e[2], e[3]) for e in timeline if e[0] == "wire" and e[1] == 2]
+    kinds = [k for _, k, _ in sent]
+    # The digest, refused; every partition; then LeaderAndIsr for every replica on broker 2.
+    assert kinds == [UPDATE_METADATA, UPDATE_METADATA, "LeaderAndIsr"]
+    lai = control_pb2.LeaderAndIsrRequest.FromString(sent[2][2])
+    assert sorted((s.topic, s.partition) for s in lai.partition_states) == sorted(
+        (tp.topic, tp.partition) for tp, r in leaders.items() if 2 in r
+    )
+    assert not [e for e in timeline if e[0] == "wire" and e[2] == "LeaderAndIsr" and e[1] != 2]
+    assert caches[2].digest() == caches[1].digest()
 
 
 async def test_the_full_delivery_sends_every_partition_at_failover(tmp_path) -> None:
