@@ -156,6 +156,8 @@ class SharedUpdates:
         # Whole requests: (id(topics), id(runs), id(deleted)) -> (those three, the result).
         self._requests = requests
         self._applied: dict[tuple[int, int, int], tuple[tuple, RequestResult]] = {}
+        self.request_hits = 0
+        self.request_misses = 0
         # Every cache of the process starts from this one, so brokers sent the same bodies in
         # the same order hold one topics map (never changed in place: ``apply_request``).
         self.empty_topics: dict[str, TopicCache] = {}
@@ -192,7 +194,9 @@ class SharedUpdates:
         if found is not None:
             kept, result = found
             if kept[0] is topics and kept[1] is runs and kept[2] is deleted_topics:
+                self.request_hits += 1
                 return result
+        self.request_misses += 1
         result = apply_request(topics, runs, deleted_topics, self.apply)
         applied = self._applied
         if len(applied) >= self._requests:

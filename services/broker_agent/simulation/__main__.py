@@ -37,7 +37,7 @@ from leasehold.etcd import EtcdClient, Keyspace
 from leasehold.etcd.renewal_process import RenewalProcess
 from services.broker_agent.config import BrokerConfig
 from services.broker_agent.model import TopicPartition
-from services.broker_agent.simulation.broker import SimSettings, SimulatedBroker
+from services.broker_agent.simulation.broker import SimSettings, SimulatedBroker, Watch
 from services.broker_agent.simulation.sharing import Sharing
 
 START_CONCURRENCY = 32
@@ -121,15 +121,22 @@ class Fleet:
             shared = {
                 "decodes": [self.sharing.decodes.hits, self.sharing.decodes.misses],
                 "topic_states": [self.sharing.updates.hits, self.sharing.updates.misses],
+                "requests": [
+                    self.sharing.updates.request_hits,
+                    self.sharing.updates.request_misses,
+                ],
                 "heap": [self.sharing.heap.settles, self.sharing.heap.thaws],
             }
             return {"stats": stats, "rss_kb": rss_kb(), "at": time.time(), "shared": shared}
         if cmd == "watch":
-            leader = int(command["leader"])
-            watched = [TopicPartition(t, int(p)) for t, p in command["partitions"]]
+            # One watch for the process: its count is shared by brokers holding the same states.
+            watch = Watch(
+                int(command["leader"]),
+                (TopicPartition(t, int(p)) for t, p in command["partitions"]),
+            )
             for b in self.brokers:
-                b.watch(watched, leader)
-            return {"watching": len(watched)}
+                b.watch(watch)
+            return {"watching": len(watch.partitions)}
         return {"error": f"unknown command {cmd!r}"}
 
     async def commands(self) -> None:

@@ -12,7 +12,7 @@ first accepted, when the last UpdateMetadata applied, and the bytes of every Upd
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import grpc
@@ -32,7 +32,7 @@ from services.broker_agent.model import Code, Endpoint, TopicPartition
 from services.broker_agent.registration import Registration
 from services.broker_agent.shutdown import controlled_shutdown
 from services.broker_agent.simulation.replicas import SimulatedReplicas
-from services.broker_agent.simulation.sharing import Sharing
+from services.broker_agent.simulation.sharing import ByDigest, Sharing
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,12 @@ class Observation:
     leader_and_isr_states: int = 0
     last_leader_and_isr_at: float = 0.0
     stop_replica_requests: int = 0
-    # A watch (``SimulatedBroker.watch``): the watched partitions this broker's cache still
-    # shows led by ``watch_leader``, pruned as UpdateMetadata arrives, and the instant the last
-    # went (0.0: not yet). Read by a poll, the cache says when the benchmark asked; this says
+    # A watch (``SimulatedBroker.watch``): how many of its partitions this broker's cache still
+    # shows led by its leader, counted again as UpdateMetadata arrives, and the instant none was
+    # left (0.0: not yet). Read by a poll, the cache says when the benchmark asked; this says
     # when it happened, however late a busy process answers the poll.
-    watch_leader: int = -1
-    still_led: set[TopicPartition] = field(default_factory=set)
+    watch: Watch | None = None
+    still_led: int = 0
     cleared_at: float = 0.0
 
 
@@ -122,16 +122,32 @@ class ObservedControlServicer(BrokerControlServicer):
         return response
 
 
+class Watch:
+    """A failed broker's partitions, watched by every broker of a process until its cache
+    shows none of them led by that broker (``SimulatedBroker.watch``). Counted once per cache
+    digest (``ByDigest``): counting them for each broker after each UpdateMetadata was most of
+    a simulation process's CPU in a broker failure at a million partitions."""
+
+    def __init__(self, leader: int, partitions: Iterable[TopicPartition]) -> None:
+        self.leader = leader
+        self.partitions = tuple(partitions)
+        self.still_led = ByDigest(self._count)
+
+    def _count(self, cache: MetadataCache) -> int:
+        leader, n = self.leader, 0
+        for tp in self.partitions:
+            state = cache.partition(tp)
+            if state is not None and state.leader == leader:
+                n += 1
+        return n
+
+
 def prune_watch(seen: Observation, cache: MetadataCache, now: float) -> None:
-    """Drop the watched partitions ``cache`` no longer shows led by the watched leader; the
-    last to go sets ``cleared_at`` to ``now``."""
-    if not seen.still_led:
+    """Count the watched partitions ``cache`` still shows led by the watched leader; the
+    first count of none sets ``cleared_at`` to ``now``."""
+    if seen.watch is None or not seen.still_led:
         return
-    leader = seen.watch_leader
-    for tp in list(seen.still_led):
-        state = cache.partition(tp)
-        if state is None or state.leader != leader:
-            seen.still_led.discard(tp)
+    seen.still_led = seen.watch.still_led(cache)
     if not seen.still_led:
         seen.cleared_at = now
 
@@ -162,6 +178,10 @@ class SimulatedBroker:
         self.fence = ControlFence(etcd, keyspace, broker_id, confirm_in_etcd=confirm_in_etcd)
         self.replicas.fence = self.fence
         self.seen = Observation()
+        # How many partitions the cache holds, for the figures: the process's count per digest.
+        self._cached = (
+            sharing.cached if sharing is not None else ByDigest(MetadataCache.cached_partitions)
+        )
         self.server: grpc.aio.Server | None = None
         self.registration: Registration | None = None
         self.port = 0
@@ -224,12 +244,12 @@ class SimulatedBroker:
             await self.server.stop(0.5)
             self.server = None
 
-    def watch(self, watched: list[TopicPartition], leader: int) -> None:
-        """From now on count the ``watched`` partitions whose cached leader is ``leader`` (a
+    def watch(self, watch: Watch) -> None:
+        """From now on count the watch's partitions whose cached leader is its leader (a
         failed broker's partitions not yet re-led here), and note when none is left."""
         seen = self.seen
-        seen.watch_leader = leader
-        seen.still_led = set(watched)
+        seen.watch = watch
+        seen.still_led = len(watch.partitions)
         seen.cleared_at = 0.0
         prune_watch(seen, self.metadata, time.time())
 
@@ -244,7 +264,7 @@ class SimulatedBroker:
             "controller_epoch": self.replicas.controller_epoch,
             "hosted": len(self.replicas.partitions),
             "leading": self.replicas.leading,
-            "cached": cache.cached_partitions(),
+            "cached": self._cached(cache),
             "live_brokers": cache.alive_broker_count(),
             "epoch_seen_at": {str(k): v for k, v in seen.epoch_seen_at.items()},
             "last_update_metadata_at": seen.last_update_metadata_at,
@@ -255,6 +275,6 @@ class SimulatedBroker:
             "leader_and_isr_states": seen.leader_and_isr_states,
             "last_leader_and_isr_at": seen.last_leader_and_isr_at,
             "stop_replica_requests": seen.stop_replica_requests,
-            "still_led": len(seen.still_led),
+            "still_led": seen.still_led,
             "cleared_at": seen.cleared_at,
         }

@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from leasehold.broker.v1 import control_pb2
 from leasehold.heap import HeapFreezer
 from services.broker_agent.control_servicer import decode_update_metadata
-from services.broker_agent.metadata_cache import SharedUpdates
+from services.broker_agent.metadata_cache import MetadataCache, SharedUpdates
 from services.broker_agent.model import UpdateMetadata
 
 # The header fields an UpdateMetadata has before its partition states, which differ per broker
@@ -137,6 +137,28 @@ class SharedDecodes:
         )
 
 
+class ByDigest:
+    """Figures of a metadata cache that depend on its partition states alone, worked out once
+    per digest (``MetadataCache.digest``): the brokers of a process hold the same states after
+    the same UpdateMetadata (``sharing``), and equal digests mean equal states, as the
+    controller's digest-first UpdateMetadata takes them to. The last ``size`` kept."""
+
+    def __init__(self, figure: Callable[[MetadataCache], int], size: int = 64) -> None:
+        self._figure = figure
+        self._size = size
+        self._known: dict[bytes, int] = {}
+
+    def __call__(self, cache: MetadataCache) -> int:
+        key = cache.digest()
+        value = self._known.get(key)
+        if value is None:
+            value = self._figure(cache)
+            if len(self._known) >= self._size:
+                del self._known[next(iter(self._known))]
+            self._known[key] = value
+        return value
+
+
 @dataclasses.dataclass
 class Sharing:
     """Everything the brokers of one simulation process share, including the collector
@@ -148,4 +170,8 @@ class Sharing:
 
     decodes: SharedDecodes = dataclasses.field(default_factory=SharedDecodes)
     updates: SharedUpdates = dataclasses.field(default_factory=SharedUpdates)
+    # How many partitions a cache holds (the figures' ``cached``), counted once per digest.
+    cached: ByDigest = dataclasses.field(
+        default_factory=lambda: ByDigest(MetadataCache.cached_partitions)
+    )
     heap: HeapFreezer = dataclasses.field(default_factory=lambda: HeapFreezer(enabled=False))
