@@ -207,6 +207,24 @@ async def test_the_next_chunk_commits_while_the_previous_commit_is_in_flight(mon
     assert [p for b, k, p, _ in seen if b == 2 and k == LEADER_AND_ISR] == [(0, 1), (2, 3), (4,)]
 
 
+async def test_the_dead_brokers_replicas_are_gathered_once_the_elections_left(monkeypatch) -> None:
+    """Gathering the dead broker's replicas walks every assignment (~0.2 s at a million
+    partitions): it waits until every election chunk is on its way to both brokers."""
+    async with _active(monkeypatch) as (c, channels, _):
+        real = c.ctx.replicas_on_brokers
+        handed_over: list[int] = []
+
+        def gathered(ids):
+            handed_over.append(len(channels.seen))
+            return real(ids)
+
+        monkeypatch.setattr(c.ctx, "replicas_on_brokers", gathered)
+        await c.handle(ev.BrokerChange(deregistered=(1,)))
+        await asyncio.sleep(0.05)
+
+    assert handed_over == [2 * 6]  # 3 chunks' LeaderAndIsr and UpdateMetadata, to 2 brokers
+
+
 async def test_a_fenced_chunk_cancels_the_commit_in_flight_and_resigns(monkeypatch) -> None:
     async with _active(monkeypatch) as (c, _, _):
         outcomes: list[tuple[tuple[int, ...], str]] = []
