@@ -182,6 +182,7 @@ async def controller_failover(
     logs = {c: state_change_log(sc, c) for c in sc.cluster.controllers if c != old_id}
     offsets = {c: p.stat().st_size if p.exists() else 0 for c, p in logs.items()}
     before = await fleet.stats()
+    await rested(trace)
     gone = asyncio.create_task(
         watch_until(sc.client, old_key, start_revision=revision + 1, done=lambda e: e.deleted)
     )
@@ -287,10 +288,10 @@ async def full_metadata_failover(sc: Scenario, fleet: Fleet, trace: CpuTrace) ->
 # The processes whose CPU each failure's row gives (``CpuTrace``).
 CPU_GROUPS = ("controllers", "fleet", "etcd")
 REST_S = 2.0  # the window before a fault its row's "cores busy at rest" is read over
-# Before a broker's fault, until the cluster keeps fewer cores than this busy over ``REST_S``
-# (at most ``REST_WAIT_S``): the fleet's ``watch`` just before it is every broker checking the
-# victim's partitions against its cache, ~2 cores for ~2 s at 1,000 x 1,000,000, and the fault
-# is timed on a machine at rest (1,000 idle brokers renewing leases: 0.2-0.6 cores).
+# Before a fault, until the cluster keeps fewer cores than this busy over ``REST_S`` (at most
+# ``REST_WAIT_S``), so that it is timed on a machine at rest (1,000 idle brokers renewing
+# leases: 0.2-0.6 cores): a standby re-encoding what the creation changed last (~20 s of a core
+# at 1,000 x 1,000,000, begun after the controllers had looked idle), the fleet's ``watch``.
 REST_CORES = 0.8
 REST_WAIT_S = 30.0
 
@@ -329,6 +330,18 @@ async def cpu_used(trace: CpuTrace, fault: float, start: float, end: float) -> d
 def busy_cores(trace: CpuTrace, end: float) -> float:
     """The cores every side kept busy in the ``REST_S`` up to ``end``."""
     return sum(trace.used(g, end - REST_S, end) for g in CPU_GROUPS) / REST_S
+
+
+def sharing_note(shared: dict[str, list[int]]) -> str:
+    """What the simulated brokers of a process took from one another's work (``sharing``)."""
+    decodes = shared.get("decodes", [0, 0])
+    requests = shared.get("requests", [0, 0])
+    return (
+        f"sharing in the simulation (every process, whole run): UpdateMetadata bodies decoded "
+        f"{decodes[1]:,} times for {sum(decodes):,} requests; requests naming partitions applied "
+        f"{requests[1]:,} times for {sum(requests):,} (the others took the result of a broker "
+        "holding the same states)"
+    )
 
 
 def memory(sc: Scenario, fleet: Fleet) -> dict[str, float]:
@@ -451,6 +464,7 @@ async def one_size(
             niceness.close()
         sim_losses = fleet.log_count(LOST)
         late = fleet.log_count("lease renewed late")
+        shared = fleet.shared()
     fence = (
         "leader changes confirmed in etcd (plaintext broker)"
         if confirm
@@ -476,6 +490,7 @@ async def one_size(
             + f"; etcd data and the cluster's logs on {etcd_filesystem}",
             f"etcd sessions lost: controllers {losses}, simulated brokers {sim_losses} "
             f"(renewals late: {late}); {load_average()} at the end",
+            sharing_note(shared),
             *([stopped_by] if stopped_by else []),
         ],
     )

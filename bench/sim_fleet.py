@@ -292,6 +292,8 @@ class Fleet:
 
     def __init__(self, processes: list[FleetProcess]) -> None:
         self.processes = processes
+        # Per process, what its brokers shared as of its last figures (``Sharing``).
+        self._shared: dict[int, dict[str, list[int]]] = {}
 
     async def start(self, after_wave: Callable[[int], Awaitable[None]] | None = None) -> None:
         """Start the processes ``START_WAVE`` at a time, each wave once the one before has
@@ -317,10 +319,22 @@ class Fleet:
 
     async def stats(self) -> list[dict]:
         """Every live broker's figures (``SimulatedBroker.stats``)."""
-        answers = await asyncio.gather(
-            *(asyncio.to_thread(p.ask, {"cmd": "stats"}) for p in self.alive())
-        )
+        alive = self.alive()
+        answers = await asyncio.gather(*(asyncio.to_thread(p.ask, {"cmd": "stats"}) for p in alive))
+        for proc, answer in zip(alive, answers, strict=True):
+            self._shared[proc.pid] = answer.get("shared", {})
         return [s for a in answers for s in a["stats"]]
+
+    def shared(self) -> dict[str, list[int]]:
+        """What the brokers of each process shared, summed over the processes as of their
+        last figures: per kind, [taken from another broker's work, done]."""
+        out: dict[str, list[int]] = {}
+        for figures in self._shared.values():
+            for kind, counts in figures.items():
+                summed = out.setdefault(kind, [0] * len(counts))
+                for i, n in enumerate(counts):
+                    summed[i] += n
+        return out
 
     async def watch(self, leader: int, partitions: list[tuple[str, int]]) -> None:
         command = {"cmd": "watch", "leader": leader, "partitions": partitions}

@@ -142,9 +142,13 @@ class SharedUpdates:
     cluster. With a ``SharedUpdates`` a broker's cache applies a topic run to a topic state by
     taking what another broker of the process built from the same two objects, so the process
     holds one copy of each topic state however many brokers cache it. Brokers holding the same
-    topics map (sent the same bodies in the same order, from ``empty_topics``) take the whole
-    request's result, map and all (``apply_request``): a change naming a hundred topics was
-    ~130 us a broker topic by topic, ~5 us so. A real broker has none.
+    partition states (the same digest) take the whole request's result, map and all
+    (``apply_request``): a change naming a hundred topics was ~130 us a broker topic by topic,
+    ~5 us so. Keyed by the digest, not by the map: brokers whose maps were built apart (a body
+    decoded twice, once the first decoding had left ``SharedDecodes``) hold the same map again
+    after their next request, where by the map's identity each would build every topic a
+    request names, for good (at a million partitions ~20 ms a broker a request). A real broker
+    has none.
     """
 
     def __init__(self, size: int = 4096, requests: int = 16) -> None:
@@ -153,7 +157,7 @@ class SharedUpdates:
         self._built: dict[tuple[int, int], tuple[object, TopicRun, tuple]] = {}
         self.hits = 0
         self.misses = 0
-        # Whole requests: (id(topics), id(runs), id(deleted)) -> (those three, the result).
+        # Whole requests: (digest, id(runs), id(deleted)) -> (runs, deleted, the result).
         self._requests = requests
         self._applied: dict[tuple[int, int, int], tuple[tuple, RequestResult]] = {}
         self.request_hits = 0
@@ -182,18 +186,23 @@ class SharedUpdates:
     def apply_request(
         self,
         topics: dict[str, TopicCache],
+        digest: int,
         runs: tuple[TopicRun, ...],
         deleted_topics: tuple[str, ...],
     ) -> RequestResult:
-        """A decoded UpdateMetadata body applied to a cache's topics map: the next map (a new
-        one, or ``topics`` itself if the body names no topic), the digest's change and the
-        partitions deleted; built once for the brokers holding the same map and sent the same
-        body, each topic through ``apply``. The maps are shared: never changed in place."""
-        key = (id(topics), id(runs), id(deleted_topics))
+        """A decoded UpdateMetadata body applied to a cache's topics map, whose partition
+        states have ``digest``: the next map (a new one, or ``topics`` itself if the body names
+        no topic), the digest's change and the partitions deleted; built once for the brokers
+        holding the same states and sent the same body, each topic through ``apply``. Equal
+        digests are taken as equal states, as the controller's digest-first UpdateMetadata
+        takes them. The maps are shared: never changed in place."""
+        if not runs and not deleted_topics:
+            return RequestResult(topics, 0, ())
+        key = (digest, id(runs), id(deleted_topics))
         found = self._applied.get(key)
         if found is not None:
             kept, result = found
-            if kept[0] is topics and kept[1] is runs and kept[2] is deleted_topics:
+            if kept[0] is runs and kept[1] is deleted_topics:
                 self.request_hits += 1
                 return result
         self.request_misses += 1
@@ -201,7 +210,7 @@ class SharedUpdates:
         applied = self._applied
         if len(applied) >= self._requests:
             del applied[next(iter(applied))]
-        applied[key] = ((topics, runs, deleted_topics), result)
+        applied[key] = ((runs, deleted_topics), result)
         return result
 
 
@@ -336,7 +345,9 @@ class MetadataCache:
                 hashes = tuple(state_hash(s) for s in request.partitions)
             runs = topic_runs(request.partitions, hashes)
         if self._shared is not None:
-            applied = self._shared.apply_request(self._topics, runs, request.deleted_topics)
+            applied = self._shared.apply_request(
+                self._topics, self._digest, runs, request.deleted_topics
+            )
         else:  # a broker of its own: its map changed in place
             applied = apply_request(
                 self._topics, runs, request.deleted_topics, apply_run, in_place=True

@@ -235,17 +235,19 @@ def test_caches_sharing_updates_share_each_topic_and_answer_as_unshared_ones():
     assert one._topics is two._topics
     assert one.topics() == ["c"]
 
-    # A cache that missed requests (it started late: the last step only) holds a map of its
-    # own from then on, equal to the others', and still takes its topics from them where it
-    # applies what they applied to the same topic state.
+    # A cache that missed requests (it started late: the last step only) holds the others'
+    # states in a map built apart; its next request takes their result whole (keyed by the
+    # digest), and from then on the map is theirs.
     late, late_alone = MetadataCache(shared), MetadataCache()
     more = decoded(request([mp("c", 1, 2), mp("d", 0, 1)]))
     for cache in (late, late_alone):
         cache.update(steps[2])
+    assert late._topics is not one._topics and late.digest() == one.digest()
+    assert late._topics["c"] is one._topics["c"]  # both applied the same run to no ``c``
     for cache in (one, two, late, late_alone):
         cache.update(more)
     assert late.digest() == late_alone.digest() and late.describe(None) == late_alone.describe(None)
-    assert late._topics is not one._topics
-    assert late._topics["d"] is one._topics["d"]  # built once: ``d`` was new to both
-    assert late._topics["c"] is one._topics["c"]  # both applied the same runs to no ``c``
-    assert late._topics == one._topics and late.digest() == one.digest()
+    assert late._topics is one._topics
+    # ``more``'s two runs built once, by ``one``; ``late``'s ``c`` taken from ``one``'s.
+    assert (shared.hits, shared.misses) == (1, 7)
+    assert (shared.request_hits, shared.request_misses) == (5, 5)
