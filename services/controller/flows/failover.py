@@ -201,8 +201,10 @@ class Failover:
         c = self.c
         brokers, self._late = self._late, set()
         ctx = c.ctx
-        replicas = [
-            r for r in ctx.replicas_on_brokers(brokers) if ctx.is_replica_online(r.replica, r.tp)
+        replicas = [  # online as the startup counts them: shutting down included
+            r
+            for r in ctx.replicas_on_brokers(brokers)
+            if ctx.is_replica_online(r.replica, r.tp, include_shutting_down=True)
         ]
         await move_replicas(c, replicas, ReplicaState.ONLINE, record_unchanged=False)
         c.flush()
