@@ -208,7 +208,7 @@ async def test_the_next_chunk_commits_while_the_previous_commit_is_in_flight(mon
 
 
 async def test_the_dead_brokers_replicas_are_gathered_once_the_elections_left(monkeypatch) -> None:
-    """Gathering the dead broker's replicas walks every assignment (~0.2 s at a million
+    """Gathering the dead broker's replicas walks every assignment (0.2-0.3 s at a million
     partitions): it waits until every election chunk is on its way to both brokers."""
     async with _active(monkeypatch) as (c, channels, _):
         real = c.ctx.replicas_on_brokers
