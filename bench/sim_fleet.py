@@ -327,7 +327,8 @@ class Fleet:
 
     def shared(self) -> dict[str, list[int]]:
         """What the brokers of each process shared, summed over the processes as of their
-        last figures: per kind, [taken from another broker's work, done]."""
+        last figures: per kind, its counts as a process gives them (``decodes`` and
+        ``requests``: [taken from another broker's work, done])."""
         out: dict[str, list[int]] = {}
         for figures in self._shared.values():
             for kind, counts in figures.items():

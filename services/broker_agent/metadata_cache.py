@@ -147,8 +147,8 @@ class SharedUpdates:
     ~5 us so. Keyed by the digest, not by the map: brokers whose maps were built apart (a body
     decoded twice, once the first decoding had left ``SharedDecodes``) hold the same map again
     after their next request, where by the map's identity each would build every topic a
-    request names, for good (at a million partitions ~20 ms a broker a request). A real broker
-    has none.
+    request names, for good (at a million partitions in topics of 1,000, a request naming a
+    broker's 3,000 partitions took ~85 ms to build, in process). A real broker has none.
     """
 
     def __init__(self, size: int = 4096, requests: int = 16) -> None:
