@@ -168,6 +168,21 @@ async def _active(
     return c
 
 
+async def _turns(n: int) -> None:
+    """``n`` turns of the event loop for the senders and the answering tasks (no clock)."""
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def _turns_until(done, turns: int = 1_000) -> None:
+    """Turns of the event loop until ``done()``, at most ``turns``."""
+    for _ in range(turns):
+        if done():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"not done after {turns} turns of the event loop")
+
+
 def _records(tmp_path) -> list[dict]:
     return [json.loads(line) for line in (tmp_path / "sc.log").read_text().splitlines()]
 
@@ -291,16 +306,24 @@ async def test_a_broker_answering_after_the_replica_startup(tmp_path, monkeypatc
     assert not lais and not puts  # 1 and 3 took the digest; 2 has not answered
     assert c.delivery.brokers_up_to_date() == {1, 3}
 
+    def to_2() -> list[tuple[str, bytes]]:
+        return [(e[2], e[3]) for e in timeline if e[0] == "wire" and e[1] == 2]
+
     gate.set()
-    await asyncio.sleep(0.01)
+    if differs:  # refused the digest, then sent every partition
+        await _turns_until(lambda: len(to_2()) == 2 and bool(puts))
+    else:
+        await _turns_until(lambda: c.delivery.brokers_up_to_date() == {1, 2, 3})
+    await _turns(100)  # anything queued behind the answer would be on the wire by now
     assert not [e for e in timeline if e[0] == "wire" and e[2] == "LeaderAndIsr"]
     if not differs:
-        assert not puts and c.delivery.brokers_up_to_date() == {1, 2, 3}
+        assert not puts
         return
     assert puts == [ev.ResendLeaderAndIsr(c.generation)]
     await c.handle(puts[0])
-    await asyncio.sleep(0.01)
-    sent = [(e[1], e[2], e[3]) for e in timeline if e[0] == "wire" and e[1] == 2]
+    await _turns_until(lambda: len(to_2()) == 3)
+    await _turns(100)
+    sent = [(2, k, d) for k, d in to_2()]
     kinds = [k for _, k, _ in sent]
     # The digest, refused; every partition; then LeaderAndIsr for every replica on broker 2.
     assert kinds == [UPDATE_METADATA, UPDATE_METADATA, "LeaderAndIsr"]
