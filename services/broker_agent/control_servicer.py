@@ -84,10 +84,10 @@ def _collector_paused(heap: HeapFreezer, partitions: int) -> Iterator[None]:
     live on (partition states, fetch states): each time the allocations cross the collector's
     thresholds it walks them again (tens of milliseconds, ``bench.broker_micro``), on the
     loop the controller's next request waits for. The request's garbage is freed by reference
-    counting anyway, and ``HeapFreezer.settle`` right after collects what is young once and
-    freezes the rest. Only when the freezer runs (the agent's main enables it), for requests it
-    settles after, and never re-enabling a collector someone else disabled: a request that
-    overlaps another's pause leaves it to that one.
+    counting anyway, and ``HeapFreezer.settle``, before the collector is back, walks what is
+    young once and freezes the survivors. Only when the freezer runs (the agent's main enables
+    it), for requests it settles after, and never re-enabling a collector someone else
+    disabled: a request that overlaps another's pause leaves it to that one.
     """
     if not heap.enabled or partitions < BULK_PARTITIONS or not gc.isenabled():
         yield
@@ -245,7 +245,7 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
         answer: Callable[[ControlResult], Awaitable[T]],
     ) -> T:
         """One control request: ahead of the data plane (``control_priority``), decoded
-        (off the loop when large) and applied without the cyclic collector, the survivors then
+        (off the loop when large) and applied without the cyclic collector, the survivors
         frozen, and its answer built, all before the data plane may run again (at once if the
         controller has nothing else queued for this broker: ``nothing_queued``)."""
         size = len(request.partition_states)
@@ -253,7 +253,9 @@ class BrokerControlServicer(control_pb2_grpc.BrokerControlServiceServicer):
             with _collector_paused(self._heap, size):
                 domain = await _decode(size, decode)
                 result = await apply(domain)
-            self._heap.settle_after(len(domain.partitions))
+                # Before the collector is back: re-enabled first, it would walk the request's
+                # new objects once on its own, and the settle walk them again.
+                self._heap.settle_after(len(domain.partitions))
             return await answer(result)
 
     async def Control(

@@ -1,5 +1,6 @@
 """A bulk control request is decoded and applied with the cyclic collector paused, and the heap is
-settled after it with the collector running again; small requests, a freezer that is off (tests,
+settled after it before the collector runs again (else the collector walks the request's new
+objects once on its own, and the settle again); small requests, a freezer that is off (tests,
 libraries) and a collector someone else disabled are left alone."""
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def collector() -> Iterator[None]:
 @pytest.mark.parametrize(
     "partitions, freezer_on, enabled_before, paused, settled",
     [
-        (BULK_PARTITIONS, True, True, True, [True]),
+        (BULK_PARTITIONS, True, True, True, [False]),  # settled while still paused
         (BULK_PARTITIONS - 1, True, True, False, []),  # not a bulk request
         (BULK_PARTITIONS, False, True, False, [True]),  # freezer off: the default collector
         (BULK_PARTITIONS, True, False, True, [False]),  # disabled by someone else: stays so

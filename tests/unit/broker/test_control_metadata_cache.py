@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from leasehold.broker.v1 import control_pb2
 from services.broker_agent import control_convert
 from services.broker_agent.metadata_cache import (
+    BLOCK_BITS,
     MetadataCache,
     PartitionView,
     TopicView,
@@ -129,6 +132,56 @@ def test_a_topic_deleted_and_listed_again_in_one_request():
         mp("b", 0, 3),
     )
     assert (cache.topics(), cache.contains(TopicPartition("a", 0))) == (["a", "b"], False)
+
+
+def test_a_change_copies_the_blocks_of_partitions_it_names_and_keeps_the_others():
+    cache = MetadataCache()
+    cache.update(request([mp("a", p, 1) for p in range(200)]))
+    before = cache._topics["a"]
+    cache.update(request([mp("a", 5, 2), mp("a", 130, 3)]))
+    after = cache._topics["a"]
+    touched = {5 >> BLOCK_BITS, 130 >> BLOCK_BITS}
+    assert len(touched) == 2 and len(after.states) == len(before.states) > 3
+    for b in after.states:
+        assert (after.states[b] is before.states[b]) is (b not in touched)
+        assert (after.hashes[b] is before.hashes[b]) is (b not in touched)
+    assert before.get(5) == mp("a", 5, 1)  # what others may share is never changed
+    assert cache.partition(TopicPartition("a", 5)) == mp("a", 5, 2)
+    assert after.get(130) == mp("a", 130, 3)
+    cache.update(request([mp("a", 6, -2)]))  # deleted, likewise
+    assert (after.get(6), cache.partition(TopicPartition("a", 6))) == (mp("a", 6, 1), None)
+    assert cache._topics["a"].states[1] is after.states[1]
+
+
+def test_random_changes_answer_as_the_states_they_leave():
+    """Partitions set, replaced and deleted across blocks, in random order and batches: the
+    cache answers as one built from what is left, and holds no block with nothing in it."""
+    rng = random.Random(7)
+    block = 1 << BLOCK_BITS
+    edges = (0, 1, block - 1, block, block + 1, 2 * block - 1, 2 * block, 299)
+    cache, held = MetadataCache(), {}
+    for step in range(300):
+        batch = {}
+        for _ in range(rng.randint(1, 20)):
+            # Often the edges of the first blocks, so blocks fill and empty.
+            p = rng.choice(edges) if rng.random() < 0.95 else rng.randrange(300)
+            batch[p] = mp("a", p, -2 if rng.random() < 0.4 else rng.randint(1, 3), epoch=step)
+        deleted = cache.update(request(batch.values()))
+        gone = [p for p, s in batch.items() if s.leader == -2 and p in held]
+        assert deleted == [TopicPartition("a", p) for p in gone]
+        for p, s in batch.items():
+            if s.leader == -2:
+                held.pop(p, None)
+            else:
+                held[p] = s
+        assert cache.partition_count("a") == (len(held) or None)
+        for p in rng.sample(range(300), 20):
+            assert cache.partition(TopicPartition("a", p)) == held.get(p)
+        if held:
+            assert cache.describe(["a"]) == fresh([held[p] for p in sorted(held)]).describe(["a"])
+            blocks = cache._topics["a"].states.values()
+            assert all(any(s is not None for s in block) for block in blocks)
+        assert cache.digest() == fresh(list(held.values())).digest()
 
 
 # ------------------------------------------------------------------- the metadata digest
