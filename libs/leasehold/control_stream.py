@@ -12,7 +12,7 @@ the bytes against the generated classes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from leasehold.fastwire import length_delimited, tag, varint
@@ -38,10 +38,17 @@ class EnvelopeError(ValueError):
 
 
 def encode_request(
-    sequence: int, kind: str, body: bytes, trace: Mapping[str, str] | None = None
+    sequence: int,
+    kind: str,
+    body: bytes | Sequence[bytes],
+    trace: Mapping[str, str] | None = None,
 ) -> bytes:
-    """A ``ControlRequest`` carrying ``body`` (the encoded request of ``kind``)."""
-    parts = [_SEQUENCE_KEY, varint(sequence), length_delimited(_BODY_KEYS[kind], body)]
+    """A ``ControlRequest`` carrying ``body`` (the encoded request of ``kind``), which may be
+    given as its parts: they are copied once, into the envelope, rather than joined first."""
+    if isinstance(body, bytes | bytearray | memoryview):
+        body = (body,)
+    parts = [_SEQUENCE_KEY, varint(sequence), _BODY_KEYS[kind], varint(sum(map(len, body)))]
+    parts += body
     for name, value in (trace or {}).items():
         entry = length_delimited(_NAME_KEY, name.encode()) + length_delimited(
             _VALUE_KEY, value.encode()

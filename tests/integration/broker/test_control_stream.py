@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import heapq
 from collections.abc import AsyncIterator
 
@@ -29,6 +30,7 @@ from services.broker_agent.control_servicer import BrokerControlServicer, contro
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.simulation.replicas import SimulatedReplicas
 from services.controller.core import BrokerInfo
+from services.controller.delivery import wire
 from services.controller.delivery.channels import (
     CLOSE_WAIT_S,
     LATE_DEADLINE_S,
@@ -66,6 +68,23 @@ def test_a_request_envelope_is_the_generated_message_and_reads_back() -> None:
         body,
         trace,
     )
+
+
+def test_a_request_envelope_built_from_parts_is_the_envelope_of_their_join() -> None:
+    inner = control_pb2.UpdateMetadataRequest(controller_epoch=3, broker_epoch=9)
+    body = inner.SerializeToString()
+    parts = (body[:2], body[2:], b"", b"x" * 200)  # a 200-byte tail: a two-byte length
+    for pieces in (parts, list(parts), ()):
+        joined = b"".join(pieces)
+        assert control_stream.encode_request(7, "UpdateMetadata", pieces) == (
+            control_stream.encode_request(7, "UpdateMetadata", joined)
+        )
+        assert (
+            control_stream.decode_request(
+                control_stream.encode_request(7, "UpdateMetadata", pieces)
+            ).body
+            == joined
+        )
 
 
 @pytest.mark.parametrize("kind", list(control_stream.FIELDS))
@@ -481,6 +500,48 @@ async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
     assert not waiting.done() and broker.issued == 0
     headers_sent.set()
     assert await waiting and broker.issued == 1
+    assert await manager.wait_answered(5.0)
+    await manager.close()
+
+
+async def test_a_request_on_the_stream_is_not_kept_once_grpc_has_written_it() -> None:
+    """The envelope is the one copy of a request the brokers do not share: a creation step's
+    1.4 MB UpdateMetadata copied to each of 1,000 brokers. Once gRPC has written it, nothing
+    of the manager's may keep it while the broker works on the request."""
+    clock = ManualClock()
+    manager = ControllerChannelManager(
+        ChannelSettings("127.0.0.1", 1), lambda *a: None, clock=clock
+    )
+    manager.add_broker(BrokerInfo(1, "127.0.0.1", 1))
+    broker = manager._brokers[1]
+    written: list[bytes] = []
+    taken, answer = asyncio.Event(), asyncio.Event()
+
+    class WrittenCall:  # a stream whose broker answers when the test says
+        async def write(self, outgoing) -> None:
+            written.append(_hand_over(outgoing))
+            taken.set()
+
+        async def read(self) -> bytes:
+            await answer.wait()
+            return control_stream.encode_response(1, "UpdateMetadata", b"")
+
+        def cancel(self) -> None:
+            pass
+
+    assert broker.stream is not None
+    broker.stream._call = WrittenCall()  # type: ignore[assignment]
+    broker.stream._connected = True
+    shared = control_pb2.UpdateMetadataRequest(
+        partition_states=[control_pb2.UpdateMetadataPartitionState(partition=p) for p in range(3)]
+    ).SerializeToString()
+    header = control_pb2.UpdateMetadataRequest(controller_epoch=1).SerializeToString()
+    manager.send(1, "UpdateMetadata", wire.EncodedRequest((header, shared), 0, 1, 1, 3))
+    await asyncio.wait_for(taken.wait(), 5.0)
+    assert shared in written[0]
+    gc.collect()
+    assert [r for r in gc.get_referrers(written[0]) if r is not written] == []
+    answer.set()
     assert await manager.wait_answered(5.0)
     await manager.close()
 
