@@ -10,8 +10,10 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
    broker hosts its replicas and caches every partition;
 2. **controller failover** (default delivery, digest-first): SIGKILL of the active controller,
    until every broker accepted an UpdateMetadata of the new epoch, from the kill and from the old
-   election key's deletion (lease expiry); the UpdateMetadata bytes the brokers received to
-   then and over the whole failover, and the LeaderAndIsr states it resent;
+   election key's deletion (lease expiry), split at the new controller's win (its state-change
+   log's ``elected`` record): expiry to won, won to the first broker told; the UpdateMetadata
+   bytes the brokers received to then and over the whole failover, and the LeaderAndIsr
+   states it resent;
 3. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
    other broker's cache shows none of them led by it (the instant each broker applied the
    UpdateMetadata that did it), from the kill and from its registration's deletion;
@@ -211,6 +213,12 @@ async def controller_failover(
         event="failover_done",
         controller_epoch=epoch + 1,
     )
+    # The failover's first steps on the new controller's own record: when its campaign won
+    # (``detected_ms``) and when its event loop took up the win (``ts_ms``).
+    elected = await wait_record(
+        logs[new_id], since=offsets[new_id], event="elected", controller_epoch=epoch + 1
+    )
+    won = elected["detected_ms"] / 1000
     survivor = [p for c, p in sc.cluster.controllers.items() if c != old_id]
     await requests_answered(survivor, timeout=WAIT_S)
     done = await fleet.stats()
@@ -221,6 +229,9 @@ async def controller_failover(
         "from_fault_ms": (told - killed) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
+        "won_ms": (won - expired) * 1000,
+        "handled_after_won_ms": elected["ts_ms"] - elected["detected_ms"],
+        "first_told_after_won_ms": (first - won) * 1000,
         "um_bytes": sent,
         "um_bytes_all": total(done, "update_metadata_bytes")
         - total(before, "update_metadata_bytes"),
@@ -564,6 +575,8 @@ COLUMNS = (
     Column("from_fault_ms", "from fault ms", ",.0f"),
     Column("from_expiry_ms", "from expiry ms", ",.0f"),
     Column("spread_ms", "first to last told ms", ",.0f"),
+    Column("won_ms", "expiry to new controller won ms", ",.0f"),
+    Column("first_told_after_won_ms", "won to first told ms", ",.0f"),
     Column("answered_ms", "shutdown answered ms", ",.0f"),
     Column("etcd_write_ms", "etcd writes ms", ",.0f"),
     Column("um_bytes", "UM bytes", ",.0f"),
