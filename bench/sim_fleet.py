@@ -77,19 +77,20 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def rss_bytes(pid: int) -> int:
+def rss_bytes(pid: int, field: str = "VmRSS") -> int:
     """Resident set size of process ``pid`` and its child processes (a service's lease renewal
-    process, ~40 MiB), 0 once it is gone."""
+    process, ~40 MiB), 0 once it is gone; with ``field="VmHWM"`` the peak each has had (the
+    kernel's high-water mark), summed."""
     own = 0
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     own = int(line.split()[1]) * 1024
                     break
     except OSError:
         return 0
-    return own + sum(rss_bytes(child) for child in children(pid))
+    return own + sum(rss_bytes(child, field) for child in children(pid))
 
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

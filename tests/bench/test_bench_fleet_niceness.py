@@ -69,6 +69,24 @@ def test_realtime_sets_every_thread_of_the_process() -> None:
         child.wait()
 
 
+def test_the_peak_is_the_high_water_mark_a_process_has_had() -> None:
+    """A process that held 200 MiB and let it go: its RSS falls, its peak keeps it (the scale
+    suite reads the controllers' peak after the creation, however brief it was)."""
+    code = (
+        "import sys, time; b = bytearray(200 << 20); del b; "
+        "print('freed', flush=True); time.sleep(30)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "freed"
+        peak, now = sim_fleet.rss_bytes(process.pid, "VmHWM"), sim_fleet.rss_bytes(process.pid)
+        assert peak >= 200 << 20 > now
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_a_service_and_its_renewal_process_are_one_tree() -> None:
     """A service's child process (its lease renewal process) counts in its RSS and is put under
     the real-time policy with it."""

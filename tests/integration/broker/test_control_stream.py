@@ -506,7 +506,7 @@ async def test_a_request_is_issued_only_as_grpc_takes_its_write() -> None:
 
 async def test_a_request_on_the_stream_is_not_kept_once_grpc_has_written_it() -> None:
     """The envelope is the one copy of a request the brokers do not share: a creation step's
-    1.4 MB UpdateMetadata copied to each of 1,000 brokers. Once gRPC has written it, nothing
+    1.6 MB UpdateMetadata copied to each of 1,000 brokers. Once gRPC has written it, nothing
     of the manager's may keep it while the broker works on the request."""
     clock = ManualClock()
     manager = ControllerChannelManager(
