@@ -87,22 +87,27 @@ class FastDelivery(ChannelsOfTheTerm):
         cache = self.metadata_cache
         if not self.digest_first:
             return await self._push_in_full(ctx)
-        requests = cache.digest_first_update_metadata(
-            ctx, s.controller_host, s.controller_port, s.max_partitions_per_request
-        )
-        live = tuple(ctx.brokers[b] for b in sorted(ctx.brokers))
+        # The collector stays out until every request is on the wire: at a million partitions
+        # its young collections took half of the ~170 ms before the first request left.
+        with self.bulk_change():
+            requests = cache.digest_first_update_metadata(
+                ctx, s.controller_host, s.controller_port, s.max_partitions_per_request
+            )
+            live = tuple(ctx.brokers[b] for b in sorted(ctx.brokers))
+            queued = []
+            for b, r in requests.items():
+                if channels.send(b, UPDATE_METADATA, r, live_brokers=live):
+                    channels.now_holds(b)
+                    queued.append(r)
+            self._pushed = requests
+            settled = await channels.wait_issued(ISSUE_TIMEOUT_S)
         # Every broker reached holds these states once its request is answered: what the
-        # failover resends of them is left out (``metadata_cache.Held``).
+        # failover resends of them is left out (``metadata_cache.Held``). Copied once the
+        # requests have left (a million entries, 50-150 ms), from the cache as it was when
+        # they were built: only this handler refreshes it, and it has not gone on yet.
         channels.held_states = cache.held()
-        queued = []
-        for b, r in requests.items():
-            if channels.send(b, UPDATE_METADATA, r, live_brokers=live):
-                channels.now_holds(b)
-                queued.append(r)
-        self._pushed = requests
-        # On the wire, then answered (a broker kept up to date by the old controller takes the
-        # digest in a few milliseconds) or, for a broker whose cache differs, sent in full.
-        settled = await channels.wait_issued(ISSUE_TIMEOUT_S)
+        # Answered (a broker kept up to date by the old controller takes the digest in a few
+        # milliseconds) or, for a broker whose cache differs, sent in full.
         if settled and queued:
             try:
                 await asyncio.wait_for(

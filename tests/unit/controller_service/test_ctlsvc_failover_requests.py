@@ -233,6 +233,44 @@ async def test_update_metadata_is_on_the_wire_before_the_state_machines(
     assert any(e[0] == "wire" and e[2] == "LeaderAndIsr" for e in timeline[startup:])
 
 
+class _Watching(_Channels):
+    """``_Channels`` noting, as each UpdateMetadata leaves, whether the collector was on and
+    whether the manager already held the copy of what the brokers will hold."""
+
+    def __init__(self, timeline: list, caches: dict[int, MetadataCache]) -> None:
+        super().__init__(timeline, caches)
+        self.seen: list[tuple[bool, bool]] = []
+
+    def _method(self, broker, kind: str):
+        call = super()._method(broker, kind)
+
+        def watched(request, timeout=None):
+            if kind == UPDATE_METADATA:
+                self.seen.append((gc.isenabled(), self.held_states is not None))
+            return call(request, timeout)
+
+        return watched
+
+
+async def test_the_failover_requests_leave_before_the_collector_and_the_held_copy(
+    tmp_path,
+) -> None:
+    """At a million partitions the collector's young collections and the copy of every
+    encoded state (``held``) came before the first broker was told; both now wait until the
+    requests are on the wire."""
+    leaders = {TopicPartition("a", p): [1 + p % 3, 1 + (p + 1) % 3] for p in range(6)}
+    c = await _active(tmp_path, leaders, [], channels=_Watching)
+    channels = c.channels
+    assert isinstance(channels, _Watching)
+    digest_only = channels.seen[:3]  # the first request to each broker
+    assert digest_only == [(False, False)] * 3
+    assert gc.isenabled()
+    held = channels.held_states
+    assert held is not None
+    cache = c.delivery.metadata_cache  # type: ignore[attr-defined]
+    assert held.entries == cache._entries and held.entries is not cache._entries
+
+
 async def test_brokers_kept_up_to_date_take_the_digest_alone(tmp_path) -> None:
     leaders = {TopicPartition(t, p): [1 + p % 3, 1 + (p + 1) % 3] for t in ("a", "b")
                for p in range(6)}  # fmt: skip
