@@ -27,8 +27,8 @@ pays; the same holds for the stream rows.
 
 A request the manager had to send again (it failed, and was retried after the manager's
 back-off, as a controller retries) is counted in its row rather than failing the suite: the
-control-stream row sees a few in its warm-up rounds, while its streams open (``bench/README.md``,
-Walls), and a controller would pay them as retries too.
+control-stream row sees a few while its streams open (``bench/README.md``, Walls), and a
+controller would pay them as retries too.
 """
 
 from __future__ import annotations
