@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
+import uuid
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,30 @@ def test_the_pinned_kafka_version_names_the_install_folder(tmp_path):
 def test_kafka_cluster_ids_are_16_bytes_of_url_safe_base64():
     ids = {random_cluster_id() for _ in range(50)}
     assert len(ids) == 50 and all(len(i) == 22 and "=" not in i for i in ids)
+
+
+def test_a_kafka_cluster_id_never_starts_with_a_dash_nor_is_reserved():
+    # 0xf8 puts 62 in the first six bits: '-' in URL-safe base64, which `format -t` reads as
+    # an option. The zero and metadata-topic ids are Kafka's reserved ones.
+    dash = uuid.UUID(bytes=b"\xf8" + bytes(15))
+    good = uuid.UUID(bytes=b"\x01" * 16)
+    draws = iter([dash, uuid.UUID(int=0), uuid.UUID(int=1), good])
+    assert base64.urlsafe_b64encode(dash.bytes).startswith(b"-")
+    assert random_cluster_id(lambda: next(draws)) == "AQEBAQEBAQEBAQEBAQEBAQ"
+    assert next(draws, None) is None
+
+
+def test_a_node_log_tail_for_an_error_is_bounded_and_never_raises(tmp_path):
+    kc = KafkaCluster(KafkaSpec(controllers=1, brokers=0), KafkaDist("4.4.0", tmp_path))
+    try:
+        node = kc.controllers[101]
+        node.log_path.write_text("x" * 5000 + "kafka-storage: error: expected one argument\n")
+        tail = node.log_tail()
+        assert tail.endswith("expected one argument\n") and len(tail) == 2000
+        node.log_path.unlink()
+        assert node.log_tail().startswith("(unreadable")
+    finally:
+        kc.stop()
 
 
 def test_kafka_node_properties_say_only_identity_listeners_and_quorum(tmp_path):

@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,6 +140,15 @@ class KafkaNode:
             self.kill()
             return None
 
+    def log_tail(self, limit: int = 2000) -> str:
+        """The log's last ``limit`` bytes, for an error message."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - limit))
+                return log.read().decode(errors="replace")
+        except OSError as exc:
+            return f"(unreadable: {exc.strerror})"
+
     def log_size(self) -> int:
         try:
             return self.log_path.stat().st_size
@@ -147,9 +156,19 @@ class KafkaNode:
             return 0
 
 
-def random_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+# Kafka's Uuid.ZERO_UUID and Uuid.METADATA_TOPIC_ID: reserved, never a cluster id.
+RESERVED_IDS = (bytes(16), bytes(15) + b"\x01")
+
+
+def random_cluster_id(draw: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding. Like Kafka's
+    ``Uuid.randomUuid``, it draws again for a reserved id or one starting with ``-`` (1 in 64
+    of them), which ``kafka-storage format -t`` would read as an option and refuse."""
+    while True:
+        raw = draw().bytes
+        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if raw not in RESERVED_IDS and not text.startswith("-"):
+            return text
 
 
 class KafkaCluster:
@@ -234,7 +253,10 @@ class KafkaCluster:
                 procs.append((node, subprocess.Popen(command, stdout=log, stderr=log)))
         for node, proc in procs:
             if proc.wait(timeout=timeout) != 0:
-                raise RuntimeError(f"formatting {node.name} failed; see {node.log_path}")
+                raise RuntimeError(
+                    f"formatting {node.name} failed; see {node.log_path}, which ends:\n"
+                    + node.log_tail()
+                )
 
     def start(self, timeout: float = 120.0) -> KafkaCluster:
         self.format(timeout)
@@ -250,7 +272,10 @@ class KafkaCluster:
 
     def wait_listening(self, node: KafkaNode, timeout: float) -> None:
         if not wait_for_port("127.0.0.1", node.port, timeout, alive=node.alive):
-            raise RuntimeError(f"{node.name} did not listen on {node.address}; see {node.log_path}")
+            raise RuntimeError(
+                f"{node.name} did not listen on {node.address}; see {node.log_path}, which ends:\n"
+                + node.log_tail()
+            )
 
     def stop(self, keep: bool = False) -> None:
         failure: Exception | None = None
