@@ -11,7 +11,8 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
 2. **controller failover** (default delivery, digest-first): SIGKILL of the active controller,
    until every broker accepted an UpdateMetadata of the new epoch, from the kill and from the old
    election key's deletion (lease expiry), split at the new controller's win (its state-change
-   log's ``elected`` record): expiry to won, won to the first broker told; the UpdateMetadata
+   log's ``elected`` record): expiry to won, won to its UpdateMetadata push's start (the
+   ``metadata_pushed`` record), won to the first broker told; the UpdateMetadata
    bytes the brokers received to then and over the whole failover, and the LeaderAndIsr
    states it resent;
 3. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
@@ -221,6 +222,11 @@ async def controller_failover(
         logs[new_id], since=offsets[new_id], event="elected", controller_epoch=epoch + 1
     )
     won = elected["detected_ms"] / 1000
+    # Its UpdateMetadata push: when it began (after the epoch bump and the read up to it) and
+    # how long until every broker had answered it.
+    pushed = await wait_record(
+        logs[new_id], since=offsets[new_id], event="metadata_pushed", controller_epoch=epoch + 1
+    )
     survivor = [p for c, p in sc.cluster.controllers.items() if c != old_id]
     await requests_answered(survivor, timeout=WAIT_S)
     done = await fleet.stats()
@@ -234,6 +240,8 @@ async def controller_failover(
         "won_ms": (won - expired) * 1000,
         "handled_after_won_ms": elected["ts_ms"] - elected["detected_ms"],
         "first_told_after_won_ms": (first - won) * 1000,
+        "push_began_after_won_ms": pushed["ts_ms"] - elected["detected_ms"],
+        "push_ms": pushed["duration_ms"],
         "um_bytes": sent,
         "um_bytes_all": total(done, "update_metadata_bytes")
         - total(before, "update_metadata_bytes"),
@@ -580,6 +588,7 @@ COLUMNS = (
     Column("from_expiry_ms", "from expiry ms", ",.0f"),
     Column("spread_ms", "first to last told ms", ",.0f"),
     Column("won_ms", "expiry to new controller won ms", ",.0f"),
+    Column("push_began_after_won_ms", "won to push began ms", ",.0f"),
     Column("first_told_after_won_ms", "won to first told ms", ",.0f"),
     Column("answered_ms", "shutdown answered ms", ",.0f"),
     Column("etcd_write_ms", "etcd writes ms", ",.0f"),

@@ -17,6 +17,9 @@ Kind = Literal["partition", "replica", "controller", "broker"]
 # Values of ``event`` for kind == "controller".
 CONTROLLER_ELECTED = "elected"  # won the election and bumped the epoch
 CONTROLLER_FAILOVER_DONE = "failover_done"  # metadata pushed, state machines started
+# The failover's UpdateMetadata to every broker: ``ts_ms`` when it began (the cluster read up
+# to the epoch bump), ``duration_ms`` until every broker had answered it (or the push gave up).
+CONTROLLER_METADATA_PUSHED = "metadata_pushed"
 CONTROLLER_RESIGNED = "resigned"
 # Written by the active controller every heartbeat interval: a proof that it (and its event
 # loop) was alive then, the best evidence of when it stopped if it dies without resigning.

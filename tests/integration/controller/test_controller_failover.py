@@ -107,9 +107,20 @@ async def test_failover_order_epochs_and_hot_standby(cluster, tmp_path):
 
     records = [json.loads(line) for line in log2.read_text().splitlines()]
     lifecycle = [(r["event"], r["controller_epoch"]) for r in records if r["kind"] == "controller"]
-    assert lifecycle == [("elected", 2), ("failover_done", 2), ("resigned", 2)]
-    done = next(r for r in records if r["event"] == "failover_done")
+    assert lifecycle == [
+        ("elected", 2),
+        ("metadata_pushed", 2),
+        ("failover_done", 2),
+        ("resigned", 2),
+    ]
+    elected, pushed, done = (
+        next(r for r in records if r["event"] == e)
+        for e in ("elected", "metadata_pushed", "failover_done")
+    )
     assert done["duration_ms"] > 0
+    # The push began after the win was handled, and ended within the failover.
+    assert elected["ts_ms"] <= pushed["ts_ms"] <= done["ts_ms"]
+    assert 0 <= pushed["duration_ms"] <= done["duration_ms"]
 
 
 class _Freeze(ControllerEvent):
