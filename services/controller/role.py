@@ -131,7 +131,9 @@ class OutageGrace:
                 resumed.append(info.id)
             else:  # another process took the id: the held incarnation is gone
                 deregistered.append(info.id)
-        change = BrokerChange(event.registered, tuple(deregistered), tuple(resumed))
+        change = BrokerChange(
+            event.registered, tuple(deregistered), tuple(resumed), received_ms=event.received_ms
+        )
         return GraceVerdict(change, tuple(held), tuple(resumed))
 
     def expire(self) -> tuple[int, ...]:

@@ -109,3 +109,9 @@ def test_a_surviving_registration_is_untouched(grace):
 def test_reachable_without_an_outage_starts_no_grace(grace):
     assert grace.etcd_reachable() is None
     assert not grace.in_grace()
+
+
+def test_what_passes_through_keeps_when_the_watch_delivered_it(grace):
+    # The expired record's detected_ms is this instant: the analysis dates a loss by it.
+    change = grace.see(BrokerChange((), (3,), received_ms=1_234), KNOWN).change
+    assert change == BrokerChange((), (3,)) and change.received_ms == 1_234
