@@ -9,6 +9,13 @@ stops anyway. The answer leaves before the
 event's broker requests are gathered and built: they are for the other brokers, and the one
 stopping need not wait for them. Until the answer is set the cyclic garbage collector is paused
 (``FlowContext.bulk_change``).
+
+The requests then go in two batches, as Kafka's controller sends each state machine's batch as
+its step ends: the leadership moves' first (LeaderAndIsr to the new leaders and followers,
+UpdateMetadata of the moved partitions to every broker), then the follower step's (StopReplica,
+the ISR shrinks' LeaderAndIsr and UpdateMetadata). A broker has one request in flight, so every
+broker learns the new leaders from an UpdateMetadata of those partitions alone, before the
+larger one of the ISR shrinks (twice as many partitions, RF 3) is sent to it.
 """
 
 from __future__ import annotations
@@ -53,10 +60,11 @@ class ControlledShutdownFlow:
         c = self.c
         response = not_controller()
         held: list[StateChangePlan] = []
+        steps: list[int] = []  # where each step's plans end in ``held``, but the last's
         try:
             if c.active:
                 with c.bulk_change(), c.holding_requests(held):
-                    response = await self._shutdown(event.request)
+                    response = await self._shutdown(event.request, held, steps)
         finally:  # a caller always gets an answer, even when we were deposed meanwhile
             if not event.future.done():
                 event.future.set_result(response)
@@ -68,10 +76,19 @@ class ControlledShutdownFlow:
             try:
                 await c.answer_first()
             finally:
-                for plan in held:
-                    c.batch.add_plan(plan)
+                start = 0
+                for end in (*steps, len(held)):
+                    for plan in held[start:end]:
+                        c.batch.add_plan(plan)
+                    c.flush()  # the last batch as the others: queued behind them per broker
+                    start = end
 
-    async def _shutdown(self, req: controller_pb2.ControlledShutdownRequest) -> Response:
+    async def _shutdown(
+        self,
+        req: controller_pb2.ControlledShutdownRequest,
+        held: list[StateChangePlan],
+        steps: list[int],
+    ) -> Response:
         c = self.c
         ctx = c.ctx
         broker_id = req.broker_id
@@ -102,6 +119,7 @@ class ControlledShutdownFlow:
         await move_partitions(
             c, led, PartitionState.ONLINE, selector=LeaderSelector.CONTROLLED_SHUTDOWN
         )
+        steps.append(len(held))
         await move_replicas(
             c,
             [PartitionReplica(tp, broker_id) for tp in followed],

@@ -473,27 +473,35 @@ async def test_controlled_shutdown_answers_before_building_requests(tmp_path) ->
         ("add_plan", True, True),
     ]
     await asyncio.sleep(0.01)
-    sent: dict[tuple[int, str], list] = {}
+    # Per broker, in the order sent: the leadership moves' batch, then the follower step's
+    # (a batch's StopReplica after its UpdateMetadata, as Kafka's sendRequestsToBrokers).
+    sent: dict[int, list[tuple[str, list]]] = {}
     for _, broker, kind, data in timeline:
         if kind == "LeaderAndIsr":
             pb = control_pb2.LeaderAndIsrRequest.FromString(data)
-            sent[broker, kind] = [
+            states = [
                 (s.partition, s.leader, list(s.isr), s.leader_epoch) for s in pb.partition_states
             ]
         elif kind == "StopReplica":
             pb = control_pb2.StopReplicaRequest.FromString(data)
-            sent[broker, kind] = [(s.partition, s.delete_partition) for s in pb.partition_states]
+            states = [(s.partition, s.delete_partition) for s in pb.partition_states]
         else:
             pb = control_pb2.UpdateMetadataRequest.FromString(data)
-            sent[broker, kind] = [(s.partition, s.leader) for s in pb.partition_states]
+            states = [(s.partition, s.leader) for s in pb.partition_states]
+        sent.setdefault(broker, []).append((kind, states))
     moved = [(p, 2, [2, 3], 3) for p in range(4)]
     shrunk = [(p, 2, [2, 3], 3) for p in range(4, 6)]
+    um_moved = ("UpdateMetadata", [(p, 2) for p in range(4)])
+    um_shrunk = ("UpdateMetadata", [(p, 2) for p in range(4, 6)])
     assert sent == {
-        (1, "LeaderAndIsr"): moved,
-        (2, "LeaderAndIsr"): moved + shrunk,
-        (3, "LeaderAndIsr"): moved + shrunk,
-        (1, "StopReplica"): [(4, False), (5, False)],
-        **{(b, "UpdateMetadata"): [(p, 2) for p in range(6)] for b in (1, 2, 3)},
+        1: [
+            ("LeaderAndIsr", moved),
+            um_moved,
+            um_shrunk,
+            ("StopReplica", [(4, False), (5, False)]),
+        ],
+        2: [("LeaderAndIsr", moved), um_moved, ("LeaderAndIsr", shrunk), um_shrunk],
+        3: [("LeaderAndIsr", moved), um_moved, ("LeaderAndIsr", shrunk), um_shrunk],
     }
 
 
@@ -509,3 +517,12 @@ async def test_controlled_shutdown_leaves_a_disabled_collector_disabled(tmp_path
     finally:
         gc.enable()
     assert [c.ctx.leader_and_isr(TopicPartition("s", p)).leader for p in range(3)] == [2, 2, 2]
+
+
+async def test_a_broker_expiry_records_when_the_watch_delivered_it(tmp_path) -> None:
+    leaders = {TopicPartition("s", p): [1, 2, 3] for p in range(3)}
+    c = await _active(tmp_path, leaders, [])
+    await c.handle(ev.BrokerChange((), (3,), received_ms=1_796_000_000_123))
+    c.statelog.flush()
+    expired = [r for r in _records(tmp_path) if r["event"] == "expired"]
+    assert [(r["broker_id"], r["detected_ms"]) for r in expired] == [(3, 1_796_000_000_123)]
