@@ -128,7 +128,7 @@ class _BatchDecoder:
                 BrokerChange(
                     tuple(self.registered.values()),
                     tuple(dict.fromkeys(self.deregistered)),
-                    received_ms,
+                    received_ms=received_ms,
                 )
             )
         if self.topics:

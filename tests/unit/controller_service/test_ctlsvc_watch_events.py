@@ -5,6 +5,8 @@ happen when the event loop expands it."""
 
 from __future__ import annotations
 
+import time
+
 from leasehold.etcd.client import KV, WatchEvent
 from leasehold.etcd.keys import Keyspace
 from leasehold.metadata.v1 import metadata_pb2
@@ -108,6 +110,9 @@ async def test_bounce_in_one_batch_reports_both():
     )
     change = out[0]
     assert change.deregistered == (1,) and [b.epoch for b in change.registered] == [9]
+    # Nothing resumed (that is the outage grace's to say), and dated when the watch delivered
+    # it: an expired record's evidence.
+    assert change.resumed == () and 0 < change.received_ms <= time.time() * 1000
 
 
 async def test_reload_after_compaction_emits_the_difference():
