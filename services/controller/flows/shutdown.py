@@ -13,9 +13,10 @@ stopping need not wait for them. Until the answer is set the cyclic garbage coll
 The requests then go in two batches, as Kafka's controller sends each state machine's batch as
 its step ends: the leadership moves' first (LeaderAndIsr to the new leaders and followers,
 UpdateMetadata of the moved partitions to every broker), then the follower step's (StopReplica,
-the ISR shrinks' LeaderAndIsr and UpdateMetadata). A broker has one request in flight, so every
-broker learns the new leaders from an UpdateMetadata of those partitions alone, before the
-larger one of the ISR shrinks (twice as many partitions, RF 3) is sent to it.
+the ISR shrinks' LeaderAndIsr and UpdateMetadata) once the brokers have answered the first, as
+a broker failure's replica step waits for its elections'. So every broker learns the new leaders
+from an UpdateMetadata of those partitions alone, and no broker is busy with the larger one of
+the ISR shrinks (twice as many partitions, RF 3) while others still wait for theirs.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from services.controller.core import (
     TopicPartition,
 )
 from services.controller.events import ControlledShutdown
+from services.controller.flows.brokers import ANSWERS_QUIET_S, ANSWERS_WAIT_S
 from services.controller.flows.common import move_partitions, move_replicas
 
 if TYPE_CHECKING:
@@ -76,12 +78,26 @@ class ControlledShutdownFlow:
             try:
                 await c.answer_first()
             finally:
-                start = 0
-                for end in (*steps, len(held)):
-                    for plan in held[start:end]:
-                        c.batch.add_plan(plan)
-                    c.flush()  # the last batch as the others: queued behind them per broker
-                    start = end
+                await self._send_in_steps(held, steps)
+
+    async def _send_in_steps(self, held: list[StateChangePlan], steps: list[int]) -> None:
+        """The held plans' requests, a batch a step (``steps``: where each step's plans end in
+        ``held``, but the last's), each sent once the brokers have answered the one before, as
+        the replica step of a broker failure waits for its elections' (``ANSWERS_WAIT_S`` at
+        most, ``ANSWERS_QUIET_S`` after the last answer). The last batch goes with the end of
+        the event; whatever happens meanwhile, every held plan is queued."""
+        c = self.c
+        start = 0
+        try:
+            for end in steps:
+                for plan in held[start:end]:
+                    c.batch.add_plan(plan)
+                start = end
+                if c.flush():
+                    await c.requests_answered(ANSWERS_WAIT_S, quiet_s=ANSWERS_QUIET_S)
+        finally:
+            for plan in held[start:]:
+                c.batch.add_plan(plan)
 
     async def _shutdown(
         self,

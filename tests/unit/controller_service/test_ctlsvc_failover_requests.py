@@ -459,17 +459,28 @@ async def test_controlled_shutdown_answers_before_building_requests(tmp_path) ->
         seen.append(("commit", future.done(), gc.isenabled()))
         return await commit_plan(plan, offline)
 
+    wait_answered = c.delivery.wait_answered
+
+    async def recording_wait_answered(*args, **kwargs):
+        answered = await wait_answered(*args, **kwargs)
+        seen.append(("answered", answered, len(timeline)))
+        return answered
+
     c.batch.add_plan = recording_add_plan  # type: ignore[method-assign]
     c.store.commit_plan = recording_commit_plan  # type: ignore[method-assign]
+    c.delivery.wait_answered = recording_wait_answered  # type: ignore[method-assign]
     req = controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=11)
     assert gc.isenabled()
     await c.handle(ev.ControlledShutdown(req, future))
     assert gc.isenabled()
     assert (future.result().error_code, list(future.result().remaining_partitions)) == (0, [])
+    # The follower step's plan is queued once every broker has answered the leadership
+    # moves' batch (its six requests: LeaderAndIsr and UpdateMetadata to brokers 1 to 3).
     assert seen == [
         ("commit", False, False),
         ("commit", False, False),
         ("add_plan", True, True),
+        ("answered", True, 6),
         ("add_plan", True, True),
     ]
     await asyncio.sleep(0.01)
