@@ -78,14 +78,17 @@ class ControlledShutdownFlow:
             try:
                 await c.answer_first()
             finally:
-                await self._send_in_steps(held, steps)
+                await self._send_in_steps(held, steps, event.request.broker_id)
 
-    async def _send_in_steps(self, held: list[StateChangePlan], steps: list[int]) -> None:
+    async def _send_in_steps(
+        self, held: list[StateChangePlan], steps: list[int], stopping: int
+    ) -> None:
         """The held plans' requests, a batch a step (``steps``: where each step's plans end in
-        ``held``, but the last's), each sent once the brokers have answered the one before, as
-        the replica step of a broker failure waits for its elections' (``ANSWERS_WAIT_S`` at
-        most, ``ANSWERS_QUIET_S`` after the last answer). The last batch goes with the end of
-        the event; whatever happens meanwhile, every held plan is queued."""
+        ``held``, but the last's), each sent once the other brokers have answered the one
+        before, as the replica step of a broker failure waits for its elections'
+        (``ANSWERS_WAIT_S`` at most, ``ANSWERS_QUIET_S`` after the last answer). Not the
+        ``stopping`` broker: told it may go, it may never answer. The last batch goes with the
+        end of the event; whatever happens meanwhile, every held plan is queued."""
         c = self.c
         start = 0
         try:
@@ -94,7 +97,8 @@ class ControlledShutdownFlow:
                     c.batch.add_plan(plan)
                 start = end
                 if c.flush():
-                    await c.requests_answered(ANSWERS_WAIT_S, quiet_s=ANSWERS_QUIET_S)
+                    others = {b: n for b, n in c.queued_marks().items() if b != stopping}
+                    await c.requests_answered(ANSWERS_WAIT_S, others, quiet_s=ANSWERS_QUIET_S)
         finally:
             for plan in held[start:]:
                 c.batch.add_plan(plan)
