@@ -9,14 +9,17 @@ loop time alone, which is what the failover and controlled-shutdown targets leav
 
     python -m bench.controller_micro                 # 10,000 and 100,000 partitions
     python -m bench.controller_micro 10000 --profile /tmp/cm.prof
+    python -m bench.controller_micro 1000000 --brokers 1000   # bench scale's target size
 
 Figures per size: ``um_sent_ms`` (failover start -> every broker's UpdateMetadata serialised
 and handed over, i.e. on the wire in the real controller), ``failover_ms`` (the whole failover
-handler), ``shutdown_ms`` (ControlledShutdown handler of a broker leading every partition),
-``broker_failure_ms`` (the handler of the lease expiry of a broker leading every partition:
-every partition re-elected) with ``bf_um_sent_ms`` (its start -> every surviving broker's first
-UpdateMetadata serialised), and the process CPU time of the handlers (``*_cpu_ms``: less
-sensitive to a shared machine's load).
+handler), ``shutdown_ms`` (ControlledShutdown handler of broker 1), ``broker_failure_ms`` (the
+handler of broker 1's lease expiry: what it led re-elected), each with the first and the last
+other broker's first UpdateMetadata serialised after its start (``sd_first_um_sent_ms``,
+``sd_um_sent_ms``, ``bf_first_um_sent_ms``, ``bf_um_sent_ms``), and the process CPU time of
+the handlers (``*_cpu_ms``: less sensitive to a shared machine's load). With 3 brokers (the
+default) broker 1 leads every partition; with ``--brokers N`` replicas rotate over N brokers,
+so broker 1 leads ``partitions / N`` and follows twice as many, as in ``bench scale``.
 """
 
 from __future__ import annotations
@@ -141,17 +144,25 @@ class RecordingChannels(ControllerChannelManager):
 Recording = TypeVar("Recording", bound=RecordingChannels)
 
 
+def broker_ids(count: int = len(BROKERS)) -> tuple[int, ...]:
+    return tuple(range(1, count + 1))
+
+
 def metadata_events(
-    partitions: int, leader: int | None
+    partitions: int, leader: int | None, brokers: int = len(BROKERS)
 ) -> tuple[list[ev.ControllerEvent], dict[TopicPartition, int]]:
-    """Brokers, topics and partition states as the watch delivers them (all led, full ISR)."""
-    brokers = tuple(BrokerInfo(b, "127.0.0.1", 9000 + b, epoch=10 + b) for b in BROKERS)
+    """Brokers, topics and partition states as the watch delivers them (all led, full ISR):
+    ``leader`` leads every partition, or (None) replicas rotate over the ``brokers``, each
+    leading ``partitions / brokers`` and following twice as many, as ``bench scale`` places
+    them."""
+    ids = broker_ids(brokers)
+    infos = tuple(BrokerInfo(b, "127.0.0.1", 9000 + b, epoch=10 + b) for b in ids)
     topics: dict[str, dict[int, list[int]]] = {}
     for i in range(partitions):
         if leader is None:
-            replicas = [BROKERS[(i + k) % 3] for k in range(3)]
+            replicas = [ids[(i + k) % brokers] for k in range(3)]
         else:
-            others = [b for b in BROKERS if b != leader]
+            others = [b for b in ids if b != leader]
             replicas = [leader, others[i % 2], others[(i + 1) % 2]]
         topics.setdefault(f"bench-{i // PER_TOPIC}", {})[i % PER_TOPIC] = replicas
     revision = 100
@@ -172,7 +183,7 @@ def metadata_events(
             state_updates.append(ev.PartitionStateUpdate(tp, state, revision))
             leaders[tp] = replicas[0]
     events: list[ev.ControllerEvent] = [
-        ev.BrokerChange(registered=brokers),
+        ev.BrokerChange(registered=infos),
         ev.TopicChange(tuple(topic_updates)),
         ev.PartitionStateChange(tuple(state_updates)),
         ev.Synced(revision),
@@ -185,10 +196,11 @@ async def standby(
     leader: int | None,
     statelog: StateChangeLog,
     channels: type[RecordingChannels] = RecordingChannels,
+    brokers: int = len(BROKERS),
 ) -> Controller:
     """A standby controller that has seen the cluster's metadata; once active, it talks to
     the brokers through ``channels`` (a ``RecordingChannels``, or a test's subclass of it)."""
-    events, _ = metadata_events(partitions, leader)
+    events, _ = metadata_events(partitions, leader, brokers)
     store = MemoryStore(first_revision=10 * partitions)
     c = Controller(ControllerConfig(controller_id=1), store, statelog, lambda: [], channels)
     for e in events:
@@ -219,7 +231,8 @@ async def failover(c: Controller) -> dict[str, float]:
     assert c.active, "failover did not complete"
     channels = c.channels
     assert isinstance(channels, RecordingChannels)
-    um = max(channels.um_at.values()) if len(channels.um_at) == len(BROKERS) else float("nan")
+    live = c.ctx.live_or_shutting_down_broker_ids
+    um = max(channels.um_at.values()) if len(channels.um_at) == len(live) else float("nan")
     return {
         "um_sent_ms": (um - started) * 1000,
         "failover_ms": (done - started) * 1000,
@@ -230,6 +243,10 @@ async def failover(c: Controller) -> dict[str, float]:
 async def shutdown(c: Controller, broker_id: int) -> dict[str, float]:
     future = asyncio.get_running_loop().create_future()
     req = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=-1)
+    channels = c.channels
+    assert isinstance(channels, RecordingChannels)
+    channels.um_at.clear()
+    others = sorted(c.ctx.live_or_shutting_down_broker_ids - {broker_id})
     cpu = time.process_time()
     started = time.perf_counter()
     await c.handle(ev.ControlledShutdown(req, future))
@@ -237,7 +254,15 @@ async def shutdown(c: Controller, broker_id: int) -> dict[str, float]:
     cpu = (time.process_time() - cpu) * 1000
     resp = future.result()
     assert resp.error_code == 0 and not resp.remaining_partitions, resp
-    return {"shutdown_ms": elapsed, "shutdown_cpu_ms": cpu, "shutdown_writes": c.store.writes}
+    await asyncio.sleep(0.05)  # let the senders drain what the event queued last
+    sent = [channels.um_at.get(b, float("nan")) for b in others]
+    return {
+        "shutdown_ms": elapsed,
+        "shutdown_cpu_ms": cpu,
+        "sd_first_um_sent_ms": (min(sent) - started) * 1000,
+        "sd_um_sent_ms": (max(sent) - started) * 1000,
+        "shutdown_writes": c.store.writes,
+    }
 
 
 async def broker_failure(c: Controller, broker_id: int) -> dict[str, float]:
@@ -245,6 +270,7 @@ async def broker_failure(c: Controller, broker_id: int) -> dict[str, float]:
     channels = c.channels
     assert isinstance(channels, RecordingChannels)
     channels.um_at.clear()
+    survivors = sorted(c.ctx.live_or_shutting_down_broker_ids - {broker_id})
     c.store.writes = 0
     cpu = time.process_time()
     started = time.perf_counter()
@@ -253,12 +279,12 @@ async def broker_failure(c: Controller, broker_id: int) -> dict[str, float]:
     cpu = (time.process_time() - cpu) * 1000
     await asyncio.sleep(0.05)  # let the senders drain what the event queued last
     assert broker_id not in c.ctx.live_or_shutting_down_broker_ids
-    survivors = [b for b in BROKERS if b != broker_id]
-    um = max(channels.um_at.get(b, float("nan")) for b in survivors)
+    sent = [channels.um_at.get(b, float("nan")) for b in survivors]
     return {
         "broker_failure_ms": elapsed,
         "broker_failure_cpu_ms": cpu,
-        "bf_um_sent_ms": (um - started) * 1000,
+        "bf_first_um_sent_ms": (min(sent) - started) * 1000,
+        "bf_um_sent_ms": (max(sent) - started) * 1000,
         "broker_failure_writes": c.store.writes,
     }
 
@@ -269,12 +295,13 @@ async def measure(
     *,
     with_shutdown: bool = True,
     with_broker_failure: bool = True,
+    brokers: int = len(BROKERS),
 ) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         log = StateChangeLog(f"{tmp}/sc.log", controller_id=1)
         t = time.perf_counter()
-        c = await standby(partitions, None, log)
+        c = await standby(partitions, None, log, brokers=brokers)
         out["warm_standby_ms"] = (time.perf_counter() - t) * 1000
         if profile is not None:
             profile.enable()
@@ -283,10 +310,13 @@ async def measure(
             profile.disable()
         await c.deactivate("done")
         log.close()
+        del c
         if with_shutdown:
-            out.update(await _on_active(f"{tmp}/sc2.log", partitions, profile, shutdown))
+            out.update(await _on_active(f"{tmp}/sc2.log", partitions, profile, shutdown, brokers))
         if with_broker_failure:
-            out.update(await _on_active(f"{tmp}/sc3.log", partitions, profile, broker_failure))
+            out.update(
+                await _on_active(f"{tmp}/sc3.log", partitions, profile, broker_failure, brokers)
+            )
     return out
 
 
@@ -295,11 +325,13 @@ async def _on_active(
     partitions: int,
     profile: cProfile.Profile | None,
     step: Callable[[Controller, int], Awaitable[dict[str, float]]],
+    brokers: int = len(BROKERS),
 ) -> dict[str, float]:
-    """``step`` against broker 1 on a controller made active with broker 1 leading every
-    partition; only the step is profiled."""
+    """``step`` against broker 1 on a controller made active, only the step profiled: with
+    3 brokers broker 1 leads every partition; with more, replicas rotate (it leads
+    ``partitions / brokers``, as a broker of ``bench scale`` does)."""
     log = StateChangeLog(statelog, controller_id=1)
-    c = await standby(partitions, 1, log)
+    c = await standby(partitions, 1 if brokers == len(BROKERS) else None, log, brokers=brokers)
     await failover(c)
     c.store.writes = 0
     if profile is not None:
@@ -318,6 +350,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="", help="write a cProfile of the measured parts")
     parser.add_argument("--no-shutdown", action="store_true", help="skip the controlled shutdown")
     parser.add_argument("--no-broker-failure", action="store_true", help="skip the broker failure")
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=len(BROKERS),
+        help="brokers in the cluster (3: broker 1 leads every partition; more: replicas rotate)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     for size in args.sizes:
@@ -328,6 +366,7 @@ def main(argv: list[str] | None = None) -> None:
                 profile,
                 with_shutdown=not args.no_shutdown,
                 with_broker_failure=not args.no_broker_failure,
+                brokers=args.brokers,
             )
         )
         print(f"{size:>7} partitions: " + ", ".join(f"{k} {v:,.0f}" for k, v in figures.items()))

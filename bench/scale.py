@@ -17,7 +17,9 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
    states it resent;
 3. **broker SIGKILL** of broker 1 (alone in its process; it leads P/B partitions) until every
    other broker's cache shows none of them led by it (the instant each broker applied the
-   UpdateMetadata that did it), from the kill and from its registration's deletion;
+   UpdateMetadata that did it), from the kill and from its registration's deletion, split at
+   the active controller's detection (its ``expired`` record: when the watch delivered the
+   deletion): expiry to detected, detected to the first broker told;
 4. **controlled shutdown** of broker 2 (SIGTERM; the agent's shutdown), until the controller
    answers "nothing left" and every broker's cache shows none of its partitions led by it;
 5. the failover again with the standby restarted under ``LEASEHOLD_DELIVERY=full`` (every
@@ -255,6 +257,9 @@ async def broker_gone(
 ) -> dict[str, float]:
     broker = proc.ids[0]
     await fleet.watch(broker, hosted_by(layout, broker))
+    active_id, _ = await active_controller(sc.client, sc.keyspace)
+    log = state_change_log(sc, active_id)
+    offset = log.stat().st_size if log.exists() else 0
     await rested(trace)
     _, revision = await controller_epoch(sc.client, sc.keyspace)
     gone = asyncio.create_task(
@@ -285,6 +290,12 @@ async def broker_gone(
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
     }
+    if kill:
+        # The active controller's record of the loss: when its watch delivered the deletion.
+        lost = await wait_record(log, since=offset, event="expired", broker_id=broker)
+        detected = lost["detected_ms"] / 1000
+        out["detected_ms"] = (detected - expired) * 1000
+        out["first_told_after_detected_ms"] = (first - detected) * 1000
     if answered is not None:
         out["answered_ms"] = (answered - started) * 1000
         del out["from_expiry_ms"]  # told before its key goes: no expiry to count from
@@ -590,6 +601,8 @@ COLUMNS = (
     Column("won_ms", "expiry to new controller won ms", ",.0f"),
     Column("push_began_after_won_ms", "won to push began ms", ",.0f"),
     Column("first_told_after_won_ms", "won to first told ms", ",.0f"),
+    Column("detected_ms", "expiry to detected ms", ",.0f"),
+    Column("first_told_after_detected_ms", "detected to first told ms", ",.0f"),
     Column("answered_ms", "shutdown answered ms", ",.0f"),
     Column("etcd_write_ms", "etcd writes ms", ",.0f"),
     Column("um_bytes", "UM bytes", ",.0f"),

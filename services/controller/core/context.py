@@ -9,16 +9,17 @@ The context also notes which partitions' broker-visible state (leader/ISR, repli
 deletion, replica liveness) changed since a consumer last asked (``take_metadata_changes``), so
 the UpdateMetadata encoding cache re-encodes only those (see ``metadata_cache``). A broker's
 liveness moving changes the offline replicas of the partitions it holds a replica of, and no
-others; those are found when the changes are read, in one walk however many brokers moved since
-(a walk of a million partitions is under a tenth of a second; re-encoding them all took ~8 s).
+others; those are found when the changes are read, from the partitions kept by broker below
+(re-encoding every partition instead took ~8 s at a million).
 
 Queries that a failover runs over every partition avoid per-call rebuilding: the live broker sets
 and the sorted partition list are kept up to date by the ``apply_*`` methods. So are the two
 cluster-wide counts the metrics read every second (offline partitions, partitions not led by
 their preferred replica), as Kafka keeps them: the ``apply_*`` methods note which partitions
 changed, and a count re-examines only those (a walk of a million partitions took the event
-loop's thread for most of a second). Partitions by leader and the New/Offline partitions are
-kept as indexes for the same reason.
+loop's thread for most of a second). Partitions by leader, by the brokers assigned a replica of
+them, and the New/Offline partitions are kept as indexes for the same reason: a broker failure,
+a controlled shutdown and a liveness change each asked for one by a walk of every assignment.
 
 Broker liveness follows modern Kafka: a broker is *registered* while its lease-backed key exists;
 ``live_broker_ids`` excludes brokers in controlled shutdown, ``live_or_shutting_down_broker_ids``
@@ -87,6 +88,14 @@ class ControllerContext:
         # otherwise: about a second of a broker failure's CPU at 1,000,000 partitions.
         self._led_by: dict[int, set[TopicPartition]] = {}
         self._new_or_offline: set[TopicPartition] = set()
+        # Partitions by the brokers assigned a replica of them, for the same walks (a shutdown,
+        # a failure, a broker's liveness moving): lists, not sets, as a million partitions at
+        # RF 3 are three million entries (~24 MB as lists, ~130 MB as sets). A partition
+        # leaving a broker's replicas is noted in ``_unhosted`` and dropped from the list when
+        # it is next read; one coming back while still noted is only un-noted (it is in the
+        # list). So a list holds each partition once, and exactly the broker's once compacted.
+        self._hosted: dict[int, list[TopicPartition]] = {}
+        self._unhosted: dict[int, set[TopicPartition]] = {}
 
     # ---- controller ----------------------------------------------------------------------
     @property
@@ -185,7 +194,22 @@ class ControllerContext:
         return self._leadership.get(tp)
 
     def partitions_on_broker(self, broker_id: int) -> tuple[TopicPartition, ...]:
-        return tuple(sorted(tp for tp, a in self._assignments.items() if broker_id in a.replicas))
+        """The partitions ``broker_id`` is assigned a replica of, sorted."""
+        return tuple(self._hosted_by(broker_id))
+
+    def _hosted_by(self, broker_id: int) -> list[TopicPartition]:
+        """``broker_id``'s hosted list, compacted and sorted in place (kept so: sorting an
+        already sorted list is a pass over it)."""
+        hosted = self._hosted.get(broker_id)
+        if hosted is None:
+            return []
+        gone = self._unhosted.pop(broker_id, None)
+        if gone:
+            hosted[:] = [tp for tp in hosted if tp not in gone]
+        hosted.sort()
+        if not hosted:
+            del self._hosted[broker_id]
+        return hosted
 
     def partitions_led_by(self, broker_id: int) -> tuple[TopicPartition, ...]:
         return tuple(sorted(self._led_by.get(broker_id, ())))
@@ -205,15 +229,11 @@ class ControllerContext:
         return tuple(sorted(out))
 
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> tuple[PartitionReplica, ...]:
-        ids = frozenset(broker_ids)
-        return tuple(
-            sorted(
-                PartitionReplica(tp, r)
-                for tp, a in self._assignments.items()
-                for r in a.replicas
-                if r in ids
-            )
-        )
+        """Every replica assigned to one of ``broker_ids``, sorted by partition then broker."""
+        ids = sorted(frozenset(broker_ids))
+        if len(ids) == 1:
+            return tuple(PartitionReplica(tp, ids[0]) for tp in self._hosted_by(ids[0]))
+        return tuple(sorted(PartitionReplica(tp, b) for b in ids for tp in self._hosted_by(b)))
 
     def replicas_for_partitions(
         self, tps: Iterable[TopicPartition]
@@ -371,8 +391,12 @@ class ControllerContext:
         self._topic_configs[topic] = dict(configs)
 
     def apply_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
-        if tp not in self._assignments:
+        old = self._assignments.get(tp)
+        if old is None:
             self._sorted_partitions = None
+            self._host(tp, (), assignment.replicas)
+        elif old is not assignment and old.replicas != assignment.replicas:
+            self._host(tp, old.replicas, assignment.replicas)
         self._assignments[tp] = assignment
         self._metadata_changed.add(tp)
         self._counts_stale.add(tp)
@@ -420,6 +444,8 @@ class ControllerContext:
         self._ineligible.discard(topic)
         for tp, lai in [(tp, lai) for tp, lai in self._leadership.items() if tp.topic == topic]:
             self._lead(tp, lai.leader, None)
+        for tp, a in [(tp, a) for tp, a in self._assignments.items() if tp.topic == topic]:
+            self._host(tp, a.replicas, ())
         for d in (self._assignments, self._leadership, self._partition_states):
             for tp in [tp for tp in d if tp.topic == topic]:
                 del d[tp]
@@ -481,6 +507,23 @@ class ControllerContext:
             else:
                 replica_states[rt.replica] = rt.to_state
 
+    def _host(self, tp: TopicPartition, old: tuple[int, ...], new: tuple[int, ...]) -> None:
+        """Move ``tp`` in the hosted index from brokers ``old`` to brokers ``new``."""
+        for b in old:
+            if b not in new:
+                self._unhosted.setdefault(b, set()).add(tp)
+        for b in new:
+            if b in old:
+                continue
+            gone = self._unhosted.get(b)
+            if gone is not None and tp in gone:
+                gone.discard(tp)  # still in the list: noted gone, and back before a read
+            else:
+                hosted = self._hosted.get(b)
+                if hosted is None:
+                    self._hosted[b] = hosted = []
+                hosted.append(tp)
+
     def _lead(self, tp: TopicPartition, old: int | None, new: int | None) -> None:
         """Move ``tp`` in the leader index from ``old`` to ``new`` (None: not indexed)."""
         if old is not None:
@@ -526,9 +569,8 @@ class ControllerContext:
         """Mark changed every partition with a replica on a broker whose liveness moved."""
         moved = self._liveness_moved
         if moved:
-            self._metadata_changed.update(
-                tp for tp, a in self._assignments.items() if not moved.isdisjoint(a.replicas)
-            )
+            for b in moved:
+                self._metadata_changed.update(self._hosted_by(b))
             moved.clear()
 
 

@@ -202,8 +202,8 @@ class BrokerFlows:
             # leadership moves, still reaching a thousand brokers when the broker they let go
             # has stopped. Sent between, this event's requests would hold their tail back.
             await c.requests_answered(ANSWERS_WAIT_S, quiet_s=ANSWERS_QUIET_S)
-            # The dead brokers' replicas: a walk of every assignment (0.2-0.3 s at a million
-            # partitions), so after the elections, which change no assignment.
+            # The dead brokers' replicas (the context keeps them by broker); after the
+            # elections, which change no assignment.
             replicas = ctx.replicas_on_brokers(dead_ids)
             deleting = ctx.is_topic_queued_for_deletion
             for_deletion = [r for r in replicas if deleting(r.tp.topic)]

@@ -5,18 +5,23 @@ leads (replicated, not being deleted) get a new leader from the controlled-shutd
 partitions it follows get StopReplica and lose it from their ISR (OfflineReplica). The answer
 lists the replicated partitions it still leads that another live broker could take over; an
 empty list means it may stop now. The broker retries until the list is empty or it gives up and
-stops anyway. The answer leaves before the
-event's broker requests are gathered and built: they are for the other brokers, and the one
-stopping need not wait for them. Until the answer is set the cyclic garbage collector is paused
-(``FlowContext.bulk_change``).
+stops anyway.
 
-The requests then go in two batches, as Kafka's controller sends each state machine's batch as
-its step ends: the leadership moves' first (LeaderAndIsr to the new leaders and followers,
-UpdateMetadata of the moved partitions to every broker), then the follower step's (StopReplica,
-the ISR shrinks' LeaderAndIsr and UpdateMetadata) once the brokers have answered the first, as
-a broker failure's replica step waits for its elections'. So every broker learns the new leaders
-from an UpdateMetadata of those partitions alone, and no broker is busy with the larger one of
-the ISR shrinks (twice as many partitions, RF 3) while others still wait for theirs.
+The answer depends on the leadership moves alone, so it leaves once they are committed and
+applied, before their requests are gathered and built (they are for the other brokers, and the
+one stopping need not wait for them) and before the follower step is decided. Until the answer
+is set the cyclic garbage collector is paused (``FlowContext.bulk_change``). Kafka's controller
+answers after both steps; a broker stopping before its ISR shrinks are committed is what a
+broker failure is, and the event still holds the controller's queue until they are.
+
+The requests go in two batches, as Kafka's controller sends each state machine's batch as its
+step ends: the leadership moves' first (LeaderAndIsr to the new leaders and followers,
+UpdateMetadata of the moved partitions to every broker), then, once the other brokers have
+answered it, the follower step is decided, committed and sent (StopReplica, the ISR shrinks'
+LeaderAndIsr and UpdateMetadata), as a broker failure's replica step waits for its elections'.
+So every broker learns the new leaders from an UpdateMetadata of those partitions alone, sent
+without waiting for the follower step's decision and commit (twice as many partitions, RF 3),
+and no broker is busy with the larger batch while others still wait for theirs.
 """
 
 from __future__ import annotations
@@ -62,53 +67,49 @@ class ControlledShutdownFlow:
         c = self.c
         response = not_controller()
         held: list[StateChangePlan] = []
-        steps: list[int] = []  # where each step's plans end in ``held``, but the last's
+        followed: list[TopicPartition] = []
         try:
             if c.active:
                 with c.bulk_change(), c.holding_requests(held):
-                    response = await self._shutdown(event.request, held, steps)
+                    response = await self._move_leadership(event.request, followed)
         finally:  # a caller always gets an answer, even when we were deposed meanwhile
             if not event.future.done():
                 event.future.set_result(response)
             # Let the servicer send the answer before this event's requests are gathered, built
             # and queued (a LeaderAndIsr per moved partition): the broker may stop as soon as it
-            # has it. They read the context, which nothing changes before this event ends. Plans
-            # already applied are queued even if a later step failed: what is committed and
-            # applied must reach the brokers.
+            # has it. Plans already applied are queued even if a later one failed: what is
+            # committed and applied must reach the brokers.
             try:
                 await c.answer_first()
             finally:
-                await self._send_in_steps(held, steps, event.request.broker_id)
-
-    async def _send_in_steps(
-        self, held: list[StateChangePlan], steps: list[int], stopping: int
-    ) -> None:
-        """The held plans' requests, a batch a step (``steps``: where each step's plans end in
-        ``held``, but the last's), each sent once the other brokers have answered the one
-        before, as the replica step of a broker failure waits for its elections'
-        (``ANSWERS_WAIT_S`` at most, ``ANSWERS_QUIET_S`` after the last answer). Not the
-        ``stopping`` broker: told it may go, it may never answer. The last batch goes with the
-        end of the event; whatever happens meanwhile, every held plan is queued."""
-        c = self.c
-        start = 0
-        try:
-            for end in steps:
-                for plan in held[start:end]:
+                for plan in held:
                     c.batch.add_plan(plan)
-                start = end
-                if c.flush():
-                    others = {b: n for b, n in c.queued_marks().items() if b != stopping}
-                    await c.requests_answered(ANSWERS_WAIT_S, others, quiet_s=ANSWERS_QUIET_S)
-        finally:
-            for plan in held[start:]:
-                c.batch.add_plan(plan)
+        if followed:
+            await self._leave_isrs(event.request.broker_id, followed)
 
-    async def _shutdown(
-        self,
-        req: controller_pb2.ControlledShutdownRequest,
-        held: list[StateChangePlan],
-        steps: list[int],
+    async def _leave_isrs(self, broker_id: int, followed: list[TopicPartition]) -> None:
+        """The follower step, once the other brokers have answered the leadership moves'
+        batch (``ANSWERS_WAIT_S`` at most, ``ANSWERS_QUIET_S`` after the last answer), as the
+        replica step of a broker failure waits for its elections': deciding it holds the event
+        loop, and the brokers' answers with it. Not ``broker_id``'s answers: told it may go, it
+        may never answer. Its requests go with the end of the event."""
+        c = self.c
+        if c.flush():
+            others = {b: n for b, n in c.queued_marks().items() if b != broker_id}
+            await c.requests_answered(ANSWERS_WAIT_S, others, quiet_s=ANSWERS_QUIET_S)
+        with c.bulk_change():
+            await move_replicas(
+                c,
+                [PartitionReplica(tp, broker_id) for tp in followed],
+                ReplicaState.OFFLINE,
+                reason="controlled_shutdown",
+            )
+
+    async def _move_leadership(
+        self, req: controller_pb2.ControlledShutdownRequest, followed: list[TopicPartition]
     ) -> Response:
+        """Mark the broker shutting down and elect new leaders for what it leads; the answer.
+        The partitions it follows (and may leave the ISR of) are put in ``followed``."""
         c = self.c
         ctx = c.ctx
         broker_id = req.broker_id
@@ -128,7 +129,6 @@ class ControlledShutdownFlow:
             ctx.apply_broker_shutting_down(broker_id)
             c.statelog.broker(statelog.BROKER_SHUTDOWN, broker_id, c.epoch)
         led: list[TopicPartition] = []
-        followed: list[TopicPartition] = []
         for tp in ctx.partitions_on_broker(broker_id):  # sorted, so both lists are too
             lai = ctx.leader_and_isr(tp)
             if lai is None or len(ctx.replicas(tp)) <= 1:
@@ -138,13 +138,6 @@ class ControlledShutdownFlow:
             (led if lai.leader == broker_id else followed).append(tp)
         await move_partitions(
             c, led, PartitionState.ONLINE, selector=LeaderSelector.CONTROLLED_SHUTDOWN
-        )
-        steps.append(len(held))
-        await move_replicas(
-            c,
-            [PartitionReplica(tp, broker_id) for tp in followed],
-            ReplicaState.OFFLINE,
-            reason="controlled_shutdown",
         )
         # Still led, and some other replica's broker is live (it may yet join the ISR and take
         # over). A partition no other live broker holds cannot move however long the broker

@@ -1,6 +1,7 @@
-"""What the context keeps rather than walks (offline and imbalance counts, partitions by leader,
-New or Offline partitions, partitions with an offline leader) always equals a walk of every
-partition, whatever order the ``apply_*`` calls and readings come in."""
+"""What the context keeps rather than walks (offline and imbalance counts, partitions by leader
+and by the brokers hosting them, New or Offline partitions, partitions with an offline leader)
+always equals a walk of every partition, whatever order the ``apply_*`` calls and readings come
+in."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from services.controller.core import (
     BrokerInfo,
     ControllerContext,
     LeaderAndIsr,
+    PartitionReplica,
     PartitionState,
     ReplicaAssignment,
     StateChangePlan,
@@ -43,6 +45,21 @@ def walked_offline(ctx: ControllerContext) -> int:
 def walked_led_by(ctx: ControllerContext, broker: int) -> tuple[TopicPartition, ...]:
     """The walks below read the context's own tables: what the kept indexes replaced."""
     return tuple(sorted(tp for tp, lai in ctx._leadership.items() if lai.leader == broker))
+
+
+def walked_hosted_by(ctx: ControllerContext, broker: int) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(tp for tp, a in ctx._assignments.items() if broker in a.replicas))
+
+
+def walked_replicas_on(ctx: ControllerContext, ids: frozenset[int]) -> tuple:
+    return tuple(
+        sorted(
+            PartitionReplica(tp, r)
+            for tp, a in ctx._assignments.items()
+            for r in a.replicas
+            if r in ids
+        )
+    )
 
 
 def walked_in_state(ctx: ControllerContext, *states: PartitionState) -> tuple[TopicPartition, ...]:
@@ -112,6 +129,7 @@ steps = st.one_of(
     st.tuples(st.just("shutting_down"), brokers),
     st.tuples(st.just("failed_dir"), brokers, st.lists(partitions, max_size=3)),
     st.tuples(st.just("read")),
+    st.tuples(st.just("take")),
 )
 
 
@@ -120,6 +138,9 @@ def check(ctx: ControllerContext) -> None:
     assert ctx.preferred_replica_imbalance_count() == walked_imbalance(ctx)
     for broker in range(-1, 5):
         assert ctx.partitions_led_by(broker) == walked_led_by(ctx, broker)
+        assert ctx.partitions_on_broker(broker) == walked_hosted_by(ctx, broker)
+    for ids in (frozenset({1}), frozenset({1, 3}), frozenset({2, 3, 4}), frozenset()):
+        assert ctx.replicas_on_brokers(ids) == walked_replicas_on(ctx, ids)
     for states in ((PartitionState.NEW,), (PartitionState.OFFLINE,), STATES[:3]):
         assert ctx.partitions_in_state(*states) == walked_in_state(ctx, *states)
     assert ctx.partitions_with_offline_leader() == walked_offline_leader(ctx)
@@ -150,8 +171,10 @@ def plan_of(writes, states, changes) -> tuple[StateChangePlan, dict[TopicPartiti
 @given(st.lists(steps, max_size=40))
 def test_kept_counts_equal_a_walk(script) -> None:
     ctx = ControllerContext(1, EPOCH)
+    moved: set[int] = set()  # brokers whose liveness moved since the last ``take``
     for step in script:
         kind = step[0]
+        was_live = ctx.live_broker_ids
         if kind == "assignment":
             ctx.apply_assignment(step[1], step[2])
         elif kind == "leader":
@@ -174,8 +197,16 @@ def test_kept_counts_equal_a_walk(script) -> None:
                 ctx.apply_broker_shutting_down(step[1])
         elif kind == "failed_dir":
             ctx.apply_offline_replicas(step[1], step[2])
+        elif kind == "take":
+            everything, changed = ctx.take_metadata_changes()
+            if not everything:  # every partition hosted by a broker whose liveness moved
+                assert set(walked_replicas_on(ctx, frozenset(moved))) <= {
+                    PartitionReplica(tp, r) for tp in changed for r in ctx.replicas(tp)
+                }
+            moved.clear()
         else:
             check(ctx)
+        moved.update(was_live ^ ctx.live_broker_ids)
     check(ctx)
 
 
@@ -190,3 +221,26 @@ def test_a_reading_examines_only_the_partitions_changed_since_the_last() -> None
     ctx.apply_leader_and_isr(TopicPartition("t", 5), LeaderAndIsr(1, 2, (1, 2), EPOCH))
     assert ctx._counts_stale == {TopicPartition("t", 5)}
     assert ctx.preferred_replica_imbalance_count() == 999
+
+
+def test_a_liveness_move_marks_exactly_the_partitions_its_brokers_host() -> None:
+    ctx = ControllerContext(1, EPOCH)
+    for b in (1, 2, 3, 4):
+        ctx.apply_broker_registered(BrokerInfo(b, "h", 9000 + b, epoch=1))
+    for p in range(12):
+        ctx.apply_assignment(
+            TopicPartition("t", p), ReplicaAssignment((p % 4 + 1, (p + 1) % 4 + 1))
+        )
+    # Partition 0 leaves broker 1, partition 2 joins it (and comes back: noted, then un-noted).
+    ctx.apply_assignment(TopicPartition("t", 0), ReplicaAssignment((2, 3)))
+    ctx.apply_assignment(TopicPartition("t", 2), ReplicaAssignment((3, 4, 1)))
+    ctx.apply_assignment(TopicPartition("t", 2), ReplicaAssignment((3, 4)))
+    ctx.apply_assignment(TopicPartition("t", 2), ReplicaAssignment((3, 4, 1)))
+    ctx.take_metadata_changes()
+    ctx.apply_broker_removed(1)
+    ctx.apply_broker_shutting_down(3)
+    everything, changed = ctx.take_metadata_changes()
+    assert not everything
+    hosted = {p for p in range(12) if {1, 3} & set(ctx.replicas(TopicPartition("t", p)))}
+    assert changed == {TopicPartition("t", p) for p in hosted}
+    assert ctx.partitions_on_broker(1) == tuple(TopicPartition("t", p) for p in (2, 3, 4, 7, 8, 11))

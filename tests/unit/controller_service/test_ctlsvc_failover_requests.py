@@ -441,8 +441,9 @@ async def test_controlled_shutdown_moves_everything_off_the_broker(tmp_path) -> 
 
 
 async def test_controlled_shutdown_answers_before_building_requests(tmp_path) -> None:
-    # Broker 1 leads 0..3 and follows 4..5; the answer is set before any request is gathered,
-    # with the cyclic collector paused until then, and the requests that follow are complete.
+    # Broker 1 leads 0..3 and follows 4..5; the answer is set before any request is gathered
+    # and before the follower step is decided, with the cyclic collector paused until then,
+    # and the requests that follow are complete.
     leaders = {TopicPartition("s", p): ([1, 2, 3] if p < 4 else [2, 1, 3]) for p in range(6)}
     timeline: list = []
     c = await _active(tmp_path, leaders, timeline)
@@ -474,15 +475,16 @@ async def test_controlled_shutdown_answers_before_building_requests(tmp_path) ->
     await c.handle(ev.ControlledShutdown(req, future))
     assert gc.isenabled()
     assert (future.result().error_code, list(future.result().remaining_partitions)) == (0, [])
-    # The follower step's plan is queued once the leadership moves' batch (its six requests:
-    # LeaderAndIsr and UpdateMetadata to brokers 1 to 3) is answered, by the brokers other
-    # than broker 1: told it may stop, it may never answer.
+    # The answer follows the leadership moves' commit; the follower step is decided and
+    # committed (the collector paused again) once the leadership moves' batch (its six
+    # requests: LeaderAndIsr and UpdateMetadata to brokers 1 to 3) is answered, by the brokers
+    # other than broker 1: told it may stop, it may never answer.
     assert seen == [
-        ("commit", False, False),
         ("commit", False, False),
         ("add_plan", True, True),
         ("answered", True, 6, [2, 3]),
-        ("add_plan", True, True),
+        ("commit", True, False),
+        ("add_plan", True, False),
     ]
     await asyncio.sleep(0.01)
     # Per broker, in the order sent: the leadership moves' batch, then the follower step's
