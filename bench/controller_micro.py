@@ -240,51 +240,52 @@ async def failover(c: Controller) -> dict[str, float]:
     }
 
 
-async def shutdown(c: Controller, broker_id: int) -> dict[str, float]:
-    future = asyncio.get_running_loop().create_future()
-    req = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=-1)
+async def _timed(
+    c: Controller, broker_id: int, event: ev.ControllerEvent
+) -> tuple[float, float, float, float]:
+    """Handle ``event``: its wall and CPU ms, and the ms from its start until the first and
+    the last broker other than ``broker_id`` had its first UpdateMetadata after it began."""
     channels = c.channels
     assert isinstance(channels, RecordingChannels)
     channels.um_at.clear()
     others = sorted(c.ctx.live_or_shutting_down_broker_ids - {broker_id})
     cpu = time.process_time()
     started = time.perf_counter()
-    await c.handle(ev.ControlledShutdown(req, future))
+    await c.handle(event)
     elapsed = (time.perf_counter() - started) * 1000
     cpu = (time.process_time() - cpu) * 1000
-    resp = future.result()
-    assert resp.error_code == 0 and not resp.remaining_partitions, resp
     await asyncio.sleep(0.05)  # let the senders drain what the event queued last
     sent = [channels.um_at.get(b, float("nan")) for b in others]
+    return elapsed, cpu, (min(sent) - started) * 1000, (max(sent) - started) * 1000
+
+
+async def shutdown(c: Controller, broker_id: int) -> dict[str, float]:
+    future = asyncio.get_running_loop().create_future()
+    req = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=-1)
+    elapsed, cpu, first, last = await _timed(c, broker_id, ev.ControlledShutdown(req, future))
+    resp = future.result()
+    assert resp.error_code == 0 and not resp.remaining_partitions, resp
     return {
         "shutdown_ms": elapsed,
         "shutdown_cpu_ms": cpu,
-        "sd_first_um_sent_ms": (min(sent) - started) * 1000,
-        "sd_um_sent_ms": (max(sent) - started) * 1000,
+        "sd_first_um_sent_ms": first,
+        "sd_um_sent_ms": last,
         "shutdown_writes": c.store.writes,
     }
 
 
 async def broker_failure(c: Controller, broker_id: int) -> dict[str, float]:
     """``broker_id``'s registration disappears (lease expiry) on an active controller."""
-    channels = c.channels
-    assert isinstance(channels, RecordingChannels)
-    channels.um_at.clear()
-    survivors = sorted(c.ctx.live_or_shutting_down_broker_ids - {broker_id})
     c.store.writes = 0
-    cpu = time.process_time()
-    started = time.perf_counter()
-    await c.handle(ev.BrokerChange(deregistered=(broker_id,)))
-    elapsed = (time.perf_counter() - started) * 1000
-    cpu = (time.process_time() - cpu) * 1000
-    await asyncio.sleep(0.05)  # let the senders drain what the event queued last
+    elapsed, cpu, first, last = await _timed(
+        c, broker_id, ev.BrokerChange(deregistered=(broker_id,))
+    )
     assert broker_id not in c.ctx.live_or_shutting_down_broker_ids
-    sent = [channels.um_at.get(b, float("nan")) for b in survivors]
     return {
         "broker_failure_ms": elapsed,
         "broker_failure_cpu_ms": cpu,
-        "bf_first_um_sent_ms": (min(sent) - started) * 1000,
-        "bf_um_sent_ms": (max(sent) - started) * 1000,
+        "bf_first_um_sent_ms": first,
+        "bf_um_sent_ms": last,
         "broker_failure_writes": c.store.writes,
     }
 

@@ -90,7 +90,7 @@ class ControllerContext:
         self._new_or_offline: set[TopicPartition] = set()
         # Partitions by the brokers assigned a replica of them, for the same walks (a shutdown,
         # a failure, a broker's liveness moving): lists, not sets, as a million partitions at
-        # RF 3 are three million entries (~24 MB as lists, ~130 MB as sets). A partition
+        # RF 3 are three million entries (~25 MiB as lists, ~130 MB as sets). A partition
         # leaving a broker's replicas is noted in ``_unhosted`` and dropped from the list when
         # it is next read; one coming back while still noted is only un-noted (it is in the
         # list). So a list holds each partition once, and exactly the broker's once compacted.
