@@ -291,11 +291,13 @@ async def broker_gone(
         "spread_ms": (told - first) * 1000,
     }
     if kill:
-        # The active controller's record of the loss: when its watch delivered the deletion.
+        # The active controller's record of the loss: when its watch delivered the deletion
+        # (-1 when the loss did not come from a watch delivery: no split then).
         lost = await wait_record(log, since=offset, event="expired", broker_id=broker)
-        detected = lost["detected_ms"] / 1000
-        out["detected_ms"] = (detected - expired) * 1000
-        out["first_told_after_detected_ms"] = (first - detected) * 1000
+        if lost["detected_ms"] > 0:
+            detected = lost["detected_ms"] / 1000
+            out["detected_ms"] = (detected - expired) * 1000
+            out["first_told_after_detected_ms"] = (first - detected) * 1000
     if answered is not None:
         out["answered_ms"] = (answered - started) * 1000
         del out["from_expiry_ms"]  # told before its key goes: no expiry to count from
