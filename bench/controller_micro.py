@@ -112,7 +112,7 @@ class RecordingChannels(ControllerChannelManager):
         self._brokers[info.id] = broker
 
     def remove_broker(self, broker_id: int) -> None:
-        broker = self._brokers.pop(broker_id, None)
+        broker = self._take(broker_id)
         if broker is not None and broker.task is not None:
             broker.task.cancel()
 

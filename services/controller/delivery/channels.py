@@ -211,6 +211,10 @@ class ControllerChannelManager:
         # None: nothing is left out.
         self.held_states: Held | None = None
         self._waiters: list[_Waiter] = []  # callers of ``wait_issued``/``wait_answered``
+        # Batches queued to each broker that left, so that a broker's counts only grow while
+        # this manager lives: a mark (``queued_marks``) taken before a broker left and came back
+        # is one it has answered, not one its new sender has yet to reach.
+        self._counted: dict[int, int] = {}
 
     def hold(self) -> None:
         """Send nothing until ``release`` (the controller's office is suspended): requests
@@ -246,17 +250,35 @@ class ControllerChannelManager:
         self._brokers[info.id] = broker
 
     def _broker(self, info: BrokerInfo, channel: grpc.aio.Channel) -> _Broker:
-        """A broker's state, tied to this manager (its ``expect_more`` and its waiters)."""
-        return _Broker(info, channel, more_coming=self.more_coming, on_progress=self._progressed)
+        """A broker's state, tied to this manager (its ``expect_more`` and its waiters), its
+        counts going on from where its last sender's stopped (its dropped batches finished)."""
+        n = self._counted.get(info.id, 0)
+        return _Broker(
+            info,
+            channel,
+            queued=n,
+            issued=n,
+            sending=n,
+            finished=n,
+            more_coming=self.more_coming,
+            on_progress=self._progressed,
+        )
 
     def remove_broker(self, broker_id: int) -> None:
         """Stop sending to a broker; queued requests are dropped (it left the cluster)."""
-        broker = self._brokers.pop(broker_id, None)
+        broker = self._take(broker_id)
         if broker is None:
             return
         _stop(broker)
         broker.on_progress(broker)  # nobody waits for its answers any more (``wait_answered``)
         asyncio.get_running_loop().create_task(broker.channel.close())
+
+    def _take(self, broker_id: int) -> _Broker | None:
+        """A broker's state out of the manager, its count of batches kept for its next one."""
+        broker = self._brokers.pop(broker_id, None)
+        if broker is not None:
+            self._counted[broker_id] = broker.queued
+        return broker
 
     def update_broker(self, info: BrokerInfo) -> None:
         """A changed endpoint (same broker epoch): reconnect, keeping nothing queued."""

@@ -54,5 +54,6 @@ class Flows:
     def stop(self) -> None:
         """Resignation: timers and schedulers of the finished term stop."""
         self.elections.stop()
+        self.topics.stop()
         self.deletion.stop()
         self.failover.stop_heartbeat()

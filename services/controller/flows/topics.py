@@ -10,7 +10,8 @@ New -> Online, as Kafka's ``onNewPartitionCreation``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from services.controller import codec
@@ -29,19 +30,33 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-# New partitions decided, committed and sent per step of ``on_new_partition_creation``.
+# New partitions decided, committed and sent per step of ``on_new_partition_creation``, and
+# the most partitions of earlier steps whose requests may be unanswered when the next is decided.
 CREATION_CHUNK = 20_000
-# How long a creation step waits for the brokers to answer the step before the one just sent
-# (one step in flight): a thousand brokers take longer over a step's UpdateMetadata than the
-# controller takes to decide it, and its requests piled up in their queues without this. A
-# broker that does not answer (stopped, partitioned) holds one step this long at most, and is
-# not waited for again in that creation; its requests are retried as before.
+# How long a creation step waits for the brokers to answer the earlier steps (about one step in
+# flight, however the partitions came: one topic of a million partitions or a thousand topics of
+# a thousand, each its own event): a thousand brokers take longer over a step's UpdateMetadata
+# than the controller takes to decide it, and its requests piled up in their queues without this
+# (247,000 request batches queued at 1,000 brokers x 1,000,000 partitions created a topic of
+# 1,000 at a time). A broker that does not answer (stopped, partitioned) holds one step this long
+# at most, and is not waited for again until it has answered what it had been sent by then; its
+# requests are retried as before.
 CREATION_WAIT_S = 30.0
 
 
 class TopicFlows:
     def __init__(self, c: FlowContext) -> None:
         self.c = c
+        # Creation steps sent and perhaps not yet answered, oldest first: the queued marks
+        # (``queued_marks``) as each was sent, and its partitions.
+        self._steps: deque[tuple[Mapping[int, int], int]] = deque()
+        # Brokers that let a step's wait run out, with the mark they had not answered then.
+        self._slow: dict[int, int] = {}
+
+    def stop(self) -> None:
+        """Resignation: the marks belonged to the finished term's channels."""
+        self._steps.clear()
+        self._slow.clear()
 
     async def on_topic_change(self, event: TopicChange) -> None:
         c = self.c
@@ -91,31 +106,44 @@ class TopicFlows:
     async def on_new_partition_creation(self, tps: Sequence[TopicPartition]) -> None:
         """Kafka's ``onNewPartitionCreation``, ``CREATION_CHUNK`` partitions at a time: each
         chunk New, then Online with its replicas, its requests sent before the next is decided,
-        and the chunk before it answered (``CREATION_WAIT_S`` at most, once per broker). A
-        million partitions created at once would otherwise hold every plan, request and record
-        of all of them in memory together (gigabytes), and tell brokers nothing until the last
-        is decided; and a controller deciding chunks faster than its brokers take them in would
-        queue them without bound."""
+        and the steps before it answered (``_pace``). A million partitions created at once
+        would otherwise hold every plan, request and record of all of them in memory together
+        (gigabytes), and tell brokers nothing until the last is decided; and a controller
+        deciding steps faster than its brokers take them in would queue them without bound."""
         c = self.c
         log.info(
             "new partitions: %s", ", ".join(map(str, tps[:20])) + ("..." if len(tps) > 20 else "")
         )
-        sent_before: dict[int, int] | None = None  # the queues as the step before was sent
-        slow: set[int] = set()  # brokers that let a wait run out: not waited for again
         for start in range(0, len(tps), CREATION_CHUNK):
-            if start:
-                await c.send_now()
-                if sent_before is not None and not await c.requests_answered(
-                    CREATION_WAIT_S, upto=sent_before
-                ):
-                    slow |= c.requests_unanswered(sent_before)
-                sent_before = {b: n for b, n in c.queued_marks().items() if b not in slow}
+            await self._pace()
             chunk = tps[start : start + CREATION_CHUNK]
             replicas = c.ctx.replicas_for_partitions(chunk)
             await move_partitions(c, chunk, PartitionState.NEW)
             await move_replicas(c, replicas, ReplicaState.NEW)
             await move_partitions(c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE)
             await move_replicas(c, replicas, ReplicaState.ONLINE)
+            await c.send_now()
+            self._steps.append((c.queued_marks(), len(chunk)))
+
+    async def _pace(self) -> None:
+        """Before a creation step is decided: wait (``CREATION_WAIT_S`` at most) until no more
+        than ``CREATION_CHUNK`` partitions of the steps sent before it, in this event or earlier
+        ones, are unanswered; brokers that let such a wait run out are left out of the next
+        ones until they have answered what they had by then."""
+        c = self.c
+        steps = self._steps
+        unanswered = sum(n for _, n in steps)
+        upto: Mapping[int, int] | None = None
+        while steps and unanswered > CREATION_CHUNK:
+            upto, n = steps.popleft()
+            unanswered -= n
+        self._slow = {b: mark for b, mark in self._slow.items() if c.requests_unanswered({b: mark})}
+        if upto is None:
+            return
+        wanted = {b: n for b, n in upto.items() if b not in self._slow}
+        if not await c.requests_answered(CREATION_WAIT_S, upto=wanted):
+            for b in c.requests_unanswered(wanted):
+                self._slow[b] = wanted[b]
 
     def on_partition_state_change(self, event: PartitionStateChange) -> None:
         """Our own writes come back through the watch and are ignored; anything newer was not

@@ -1,7 +1,7 @@
 """Topic creation at scale: a creation step waits until the brokers answered the step before
-the one just sent (one step in flight; ``CREATION_WAIT_S`` at most, once per broker), and every
-broker's queued UpdateMetadata shares the step's encoded partition states instead of holding a
-copy."""
+the one just sent (one step in flight, whether the steps came in one event or many;
+``CREATION_WAIT_S`` at most, once per broker until it catches up), and every broker's queued
+UpdateMetadata shares the step's encoded partition states instead of holding a copy."""
 
 from __future__ import annotations
 
@@ -73,9 +73,12 @@ def _new_topic(name: str, partitions: int, revision: int) -> ev.TopicChange:
     return ev.TopicChange((ev.TopicUpdate(name, value, revision),))
 
 
-async def _create(silent: frozenset[int], monkeypatch) -> tuple[float, list[bool], int]:
-    """Create one topic of 4 steps of 2 partitions with brokers ``silent`` answering nothing:
-    the time it took, each step's wait (answered in time or not), the partitions created."""
+async def _create(
+    silent: frozenset[int], monkeypatch, events: int = 1
+) -> tuple[float, list[bool], int]:
+    """Create 8 partitions in steps of 2, as one topic or as ``events`` topics each its own
+    event, with brokers ``silent`` answering nothing: the time it took, each step's wait
+    (answered in time or not), the partitions created."""
     monkeypatch.setattr(topics_flow, "CREATION_CHUNK", 2)
     monkeypatch.setattr(topics_flow, "CREATION_WAIT_S", 0.2)
     waits: list[bool] = []
@@ -87,6 +90,8 @@ async def _create(silent: frozenset[int], monkeypatch) -> tuple[float, list[bool
         return result
 
     monkeypatch.setattr(FlowContext, "requests_answered", noted)
+    each = 8 // events
+    names = [f"fresh{i}" for i in range(events)]
     with tempfile.TemporaryDirectory() as tmp:
         log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
         c, channels = await active(3, log, _Silent)
@@ -94,9 +99,14 @@ async def _create(silent: frozenset[int], monkeypatch) -> tuple[float, list[bool
         channels.silent = silent
         loop = asyncio.get_running_loop()
         started = loop.time()
-        await asyncio.wait_for(c.handle(_new_topic("fresh", 8, 10**6)), 10)
+        for i, name in enumerate(names):
+            await asyncio.wait_for(c.handle(_new_topic(name, each, 10**6 + i)), 10)
         took = loop.time() - started
-        online = sum(c.ctx.leader_and_isr(TopicPartition("fresh", p)) is not None for p in range(8))
+        online = sum(
+            c.ctx.leader_and_isr(TopicPartition(name, p)) is not None
+            for name in names
+            for p in range(each)
+        )
         await c.deactivate("done")
         log.close()
     return took, waits, online
@@ -110,6 +120,14 @@ async def test_a_creation_step_waits_for_the_step_before_the_last_to_be_answered
     assert (waits, online) == ([True, True], 8)
 
 
+async def test_topics_created_one_event_each_are_paced_as_one_creation(monkeypatch) -> None:
+    """Four topics of one step each, four events: the third and fourth wait as steps 3 and 4
+    of one topic do (a thousand topics of a thousand partitions queued without bound when
+    only the steps of one event were paced)."""
+    took, waits, online = await _create(frozenset(), monkeypatch, events=4)
+    assert (waits, online) == ([True, True], 8)
+
+
 async def test_a_broker_that_does_not_answer_holds_one_step_only(monkeypatch) -> None:
     """Broker 2 answers nothing: the wait before step 3 runs out (the bounded wait), and the
     wait before step 4 no longer counts broker 2; the creation completes."""
@@ -118,9 +136,86 @@ async def test_a_broker_that_does_not_answer_holds_one_step_only(monkeypatch) ->
     assert took >= 0.2
 
 
+async def test_a_broker_that_does_not_answer_holds_one_of_many_events_only(monkeypatch) -> None:
+    took, waits, online = await _create(frozenset({2}), monkeypatch, events=4)
+    assert (waits, online) == ([False, True], 8)
+
+
 async def test_brokers_that_answer_nothing_hold_the_creation_once(monkeypatch) -> None:
     took, waits, online = await _create(frozenset({1, 2, 3}), monkeypatch)
     assert (waits, online) == ([False, True], 8)
+
+
+async def test_a_slow_broker_is_waited_for_again_once_it_has_caught_up(monkeypatch) -> None:
+    """Broker 2 lets a wait run out, then answers: later steps wait for it again."""
+    monkeypatch.setattr(topics_flow, "CREATION_CHUNK", 2)
+    monkeypatch.setattr(topics_flow, "CREATION_WAIT_S", 0.2)
+    waited: list[frozenset[int]] = []
+    answered = FlowContext.requests_answered
+
+    async def noted(self, timeout_s, upto=None):
+        waited.append(frozenset(upto))
+        return await answered(self, timeout_s, upto)
+
+    monkeypatch.setattr(FlowContext, "requests_answered", noted)
+    gate = asyncio.Event()
+
+    class _Held(RecordingChannels):
+        def _method(self, broker: _Broker, kind: str):
+            inner = super()._method(broker, kind)
+
+            def call(request, timeout=None):
+                async def invoke():
+                    if broker.info.id == 2:
+                        await gate.wait()
+                    return await inner(request, timeout=timeout)
+
+                return asyncio.get_running_loop().create_task(invoke())
+
+            return call
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        gate.set()
+        c, channels = await active(3, log, _Held)
+        assert await channels.wait_answered(5.0)
+        gate.clear()
+        for i in range(3):  # the third step's wait runs out on broker 2
+            await c.handle(_new_topic(f"a{i}", 2, 10**6 + i))
+        assert c.flows.topics._slow.keys() == {2}
+        await c.handle(_new_topic("a3", 2, 10**6 + 3))  # not waited for
+        gate.set()
+        assert await channels.wait_answered(5.0)
+        await c.handle(_new_topic("a4", 2, 10**6 + 4))  # caught up: waited for again
+        assert not c.flows.topics._slow
+        await c.deactivate("done")
+        assert not c.flows.topics._steps  # the finished term's marks are dropped
+        log.close()
+    assert [2 in w for w in waited] == [True, False, True]
+
+
+async def test_a_broker_that_left_and_came_back_has_answered_the_marks_taken_before() -> None:
+    """A broker's counts go on from where its last sender stopped: a mark taken before it left
+    is not waited on by its new sender."""
+    ch = _Silent()
+    ch.silent = frozenset({2})
+    for b in (1, 2):
+        ch.add_broker(BrokerInfo(b, f"h{b}", 9000 + b))
+    request = control_pb2.UpdateMetadataRequest()
+    for b in (1, 2):
+        ch.send(b, UPDATE_METADATA, request)
+    mark = ch.queued_marks()
+    assert mark == {1: 1, 2: 1}
+    ch.remove_broker(2)
+    ch.silent = frozenset()
+    ch.add_broker(BrokerInfo(2, "h2", 9002))
+    assert ch.queued_marks() == {1: 1, 2: 1}
+    assert await ch.wait_answered(1.0, upto=mark)
+    assert ch.unanswered(mark) == frozenset()
+    ch.send(2, UPDATE_METADATA, request)
+    assert await ch.wait_answered(1.0)
+    assert ch.queued_marks() == {1: 1, 2: 2}
+    await ch.close()
 
 
 class _Kept(ControllerChannelManager):
