@@ -43,6 +43,7 @@ queue at the moment the request leaves.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -104,6 +105,14 @@ class ChannelSettings:
     max_partitions_per_request: int = 50_000
     # Send on a control stream a broker (module docstring); off, every request is a unary call.
     control_stream: bool = True
+    # The partition states the requests sent and not yet answered may name, over every broker
+    # (``InFlight``); a request that would go past it waits for answers to others (one naming
+    # more goes alone). A state is ~80-100 bytes on the wire, so this bounds the requests'
+    # bytes the controller holds while brokers take them in (~0.5 GB): a creation step's
+    # UpdateMetadata (20,000 partitions, 1.6 MB) written to 1,000 brokers at once held 1.3-1.6
+    # GB in the controller for the seconds the brokers took to read them. A broker failure's
+    # 3,000 states to each of 1,000 brokers fit.
+    max_partitions_in_flight: int = 5_000_000
 
     def timeout_for(self, partitions: int) -> float:
         return self.request_timeout_s + partitions * self.timeout_per_partition_s
@@ -115,6 +124,64 @@ class _Batch:
 
     requests: tuple[tuple[str, Request], ...]
     parent: Context | None = None
+
+
+class InFlight:
+    """Partition states named by requests sent and not yet answered, over every broker, kept
+    under ``limit``: ``hold(n)`` waits while ``n`` more would go past it, in the order the
+    waits began (a broker's requests already go in its queue's order, so a small request
+    waiting behind a big one to another broker changes little). A request naming more than
+    ``limit`` goes when nothing else is in flight."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 1)
+        self.used = 0
+        self._waiting: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, partitions: int, waiting: Callable[[], None] = lambda: None):
+        """Hold ``partitions`` (``limit`` at most) while the block runs; ``waiting`` is called
+        if it has to wait first."""
+        n = min(partitions, self.limit)
+        if n and (self._waiting or not self._fits(n)):
+            future = asyncio.get_running_loop().create_future()
+            self._waiting.append((n, future))
+            waiting()
+            try:
+                await future
+            except BaseException:
+                if future.done() and not future.cancelled():
+                    self._give_back(n)  # admitted as it was cancelled
+                else:
+                    future.cancel()
+                    self._admit()
+                raise
+        else:
+            self.used += n
+        try:
+            yield
+        finally:
+            self._give_back(n)
+
+    def _fits(self, n: int) -> bool:
+        return self.used == 0 or self.used + n <= self.limit
+
+    def _give_back(self, n: int) -> None:
+        self.used -= n
+        self._admit()
+
+    def _admit(self) -> None:
+        waiting = self._waiting
+        while waiting:
+            n, future = waiting[0]
+            if future.done():  # cancelled while waiting
+                waiting.popleft()
+                continue
+            if not self._fits(n):
+                return
+            waiting.popleft()
+            self.used += n
+            future.set_result(None)
 
 
 @dataclass(eq=False)
@@ -145,6 +212,9 @@ class _Broker:
     last_of_batch: bool = False  # the request being sent is its batch's last
     more_coming: Callable[[], bool] = lambda: False  # the manager's ``expect_more`` is held
     stream: _ControlStream | None = None  # None: unary calls
+    # Its next request waits for others' answers (``InFlight``): it cannot be issued before,
+    # and ``wait_issued`` does not wait for it.
+    held_back: bool = False
 
     def serialize(self, request: Request) -> bytes:
         """gRPC's request serialiser for this broker (unary calls): ``encode``, and notes that
@@ -215,6 +285,7 @@ class ControllerChannelManager:
         # this manager lives: a mark (``queued_marks``) taken before a broker left and came back
         # is one it has answered, not one its new sender has yet to reach.
         self._counted: dict[int, int] = {}
+        self.in_flight = InFlight(settings.max_partitions_in_flight)
 
     def hold(self) -> None:
         """Send nothing until ``release`` (the controller's office is suspended): requests
@@ -508,7 +579,9 @@ class ControllerChannelManager:
             ]
         else:
             targets = [(b, b.queued) for b in self._brokers.values() if b.issued < b.queued]
-        return await self._wait_progress(targets, lambda b, t: b.issued >= t, timeout_s)
+        return await self._wait_progress(
+            targets, lambda b, t: b.issued >= t or b.held_back, timeout_s
+        )
 
     def queued_marks(self) -> dict[int, int]:
         """How many batches each broker has been queued so far (for ``wait_answered``)."""
@@ -662,44 +735,19 @@ class ControllerChannelManager:
         self, broker: _Broker, kind: str, request: Request
     ) -> tuple[Message, int]:
         """The answer, and how many attempts it took."""
-        method = broker.methods[kind]
-        timeout = self.settings.timeout_for(_partitions(request))
+        partitions = _partitions(request)
         backoff = self.settings.backoff_s
         attempts = 0
         while True:
             await self._open.wait()
             attempts += 1
             try:
-                stream = broker.stream
-                if stream is not None and stream.unsupported:
-                    log.info(
-                        "broker %d has no control stream; sending it unary calls", broker.info.id
-                    )
-                    broker.stream = stream = None
-                if stream is None or not stream.ready:
-                    # Until its stream is open, a unary call: a new stream's first request
-                    # takes more turns of the event loop than a unary call, and a new
-                    # controller opens one to every broker while its failover holds the loop.
-                    if stream is not None:
-                        stream.prepare()
-                    return await method(request, timeout=timeout), attempts
-                try:
-                    # Issued as gRPC takes the write, not before: a new stream's first write
-                    # waits for the event loop (its headers go first), which a caller of
-                    # ``wait_issued`` is about to hold for long.
-                    body = broker.parts(request)
-                    return await stream.ask(kind, body, timeout, broker.mark_issued), attempts
-                except _NoStream:
-                    log.info(
-                        "broker %d has no control stream; sending it unary calls", broker.info.id
-                    )
-                    broker.stream = None
-                    attempts -= 1
-                    continue
-                except _NotWritten:
-                    # Not sent: at once as a unary call, while another stream opens.
-                    attempts -= 1
-                    continue
+                async with self.in_flight.hold(partitions, lambda: _hold_back(broker, True)):
+                    _hold_back(broker, False)
+                    return await self._ask(broker, kind, request, partitions), attempts
+            except _Resend:
+                attempts -= 1
+                continue
             except grpc.aio.AioRpcError as e:
                 if being_cancelled():
                     raise asyncio.CancelledError from None
@@ -711,8 +759,39 @@ class ControllerChannelManager:
                     e.code().name,
                     backoff,
                 )
+            finally:
+                _hold_back(broker, False)
             await sleep(self._clock, backoff)
             backoff = min(backoff * 2, self.settings.backoff_max_s)
+
+    async def _ask(self, broker: _Broker, kind: str, request: Request, partitions: int) -> Message:
+        """One attempt: on the broker's control stream, or a unary call until it is open;
+        ``_Resend`` when the request did not leave and goes again at once."""
+        method = broker.methods[kind]
+        timeout = self.settings.timeout_for(partitions)
+        stream = broker.stream
+        if stream is not None and stream.unsupported:
+            log.info("broker %d has no control stream; sending it unary calls", broker.info.id)
+            broker.stream = stream = None
+        if stream is None or not stream.ready:
+            # Until its stream is open, a unary call: a new stream's first request takes more
+            # turns of the event loop than a unary call, and a new controller opens one to
+            # every broker while its failover holds the loop.
+            if stream is not None:
+                stream.prepare()
+            return await method(request, timeout=timeout)
+        try:
+            # Issued as gRPC takes the write, not before: a new stream's first write waits for
+            # the event loop (its headers go first), which a caller of ``wait_issued`` is about
+            # to hold for long.
+            body = broker.parts(request)
+            return await stream.ask(kind, body, timeout, broker.mark_issued)
+        except _NoStream:
+            log.info("broker %d has no control stream; sending it unary calls", broker.info.id)
+            broker.stream = None
+            raise _Resend from None
+        except _NotWritten:
+            raise _Resend from None  # not sent: at once as a unary call, while another opens
 
     async def close(self) -> None:
         """Stop every sender and close every channel. A controller's deactivation awaits this
@@ -755,6 +834,11 @@ def _stop(broker: _Broker) -> None:
     broker.queue.put_nowait(None)
     if broker.stream is not None:
         broker.stream.close()
+
+
+class _Resend(Exception):
+    """The request did not leave (no stream after all, or it had ended): send it again at
+    once, not counted as an attempt."""
 
 
 class _NoStream(Exception):
@@ -984,6 +1068,15 @@ class _ControlStream:
         if self._call is call:
             self._call = None
             self._connected = False
+
+
+def _hold_back(broker: _Broker, held: bool) -> None:
+    """Note whether the broker's next request waits for others' answers (``InFlight``); its
+    waiters (``wait_issued``) are told when that starts."""
+    if broker.held_back != held:
+        broker.held_back = held
+        if held:
+            broker.on_progress(broker)
 
 
 def _running(task: asyncio.Task | None) -> bool:
