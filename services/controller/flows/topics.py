@@ -123,7 +123,16 @@ class TopicFlows:
             await move_partitions(c, chunk, PartitionState.ONLINE, selector=LeaderSelector.OFFLINE)
             await move_replicas(c, replicas, ReplicaState.ONLINE)
             await c.send_now()
-            self._steps.append((c.queued_marks(), len(chunk)))
+            self._sent(len(chunk))
+
+    def _sent(self, partitions: int) -> None:
+        """Note a step just sent. Small steps in a row (topics of a few partitions created one
+        by one) are noted as one, marked where the last left the queues: a wait for it waits a
+        little longer, and a thousand brokers' marks are not kept once per tiny topic."""
+        steps = self._steps
+        if steps and steps[-1][1] + partitions <= CREATION_CHUNK // 4:
+            partitions += steps.pop()[1]
+        steps.append((self.c.queued_marks(), partitions))
 
     async def _pace(self) -> None:
         """Before a creation step is decided: wait (``CREATION_WAIT_S`` at most) until no more

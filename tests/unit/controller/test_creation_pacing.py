@@ -128,6 +128,27 @@ async def test_topics_created_one_event_each_are_paced_as_one_creation(monkeypat
     assert (waits, online) == ([True, True], 8)
 
 
+async def test_small_topics_created_one_by_one_keep_few_marks(monkeypatch) -> None:
+    """Forty topics of one partition (steps of 8): consecutive small steps are noted as one
+    (up to a quarter of a step), so the marks kept stay few, and the topics are created."""
+    monkeypatch.setattr(topics_flow, "CREATION_CHUNK", 8)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(str(Path(tmp) / "sc.log"), controller_id=1)
+        c, channels = await active(3, log, _Silent)
+        assert await channels.wait_answered(5.0)
+        kept = 0
+        for i in range(40):
+            await c.handle(_new_topic(f"small{i}", 1, 10**6 + i))
+            kept = max(kept, len(c.flows.topics._steps))
+        assert all(n == 2 for _, n in c.flows.topics._steps)
+        online = sum(
+            c.ctx.leader_and_isr(TopicPartition(f"small{i}", 0)) is not None for i in range(40)
+        )
+        await c.deactivate("done")
+        log.close()
+    assert (kept, online) == (5, 40)  # one mark a topic: 9
+
+
 async def test_a_broker_that_does_not_answer_holds_one_step_only(monkeypatch) -> None:
     """Broker 2 answers nothing: the wait before step 3 runs out (the bounded wait), and the
     wait before step 4 no longer counts broker 2; the creation completes."""
