@@ -57,7 +57,14 @@ def test_a_pending_acks_all_write_survives_a_paused_follower():
             metadata = ClusterMetadata(cluster.admin_address)
             await metadata.refresh(["stall"])
             stub = metadata.stub(leader)
-            first = (await stub.Produce(one_record(b"before"))).topics[0].partitions[0]
+            # CreateTopics answers once the leaders are elected in etcd, as Kafka's does once
+            # its controller has them: the leader may not have its LeaderAndIsr yet, and a
+            # producer retries UNKNOWN_TOPIC_OR_PARTITION until it has.
+            for _ in range(200):
+                first = (await stub.Produce(one_record(b"before"))).topics[0].partitions[0]
+                if first.error_code != common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION:
+                    break
+                await asyncio.sleep(0.05)
             assert first.error_code == common_pb2.ERROR_CODE_NONE
             cluster.brokers[paused].pause()
             try:
