@@ -28,7 +28,10 @@ brokers), with 2 controllers (the real service, default settings) and one etcd:
 
 Each failure's row also gives the spread from the first broker told to the last, on the
 brokers' own clocks: what of the time is the fan-out to every broker (and the simulation
-processes' turns on the CPU), rather than detection and decision.
+processes' turns on the CPU), rather than detection and decision. The broker SIGKILL and the
+shutdown also give, for the first and the last broker told, the time from the arrival of the
+request that told it (its servicer reading it off the control stream) to that request applied:
+the broker's own share, the rest before it being the controller's and the transport's.
 
 Memory after creation: controller RSS (active and standby) and the peak either has had so far
 (the kernel's high-water mark: the creation's whole fan-out), etcd's DB file, simulated
@@ -289,6 +292,7 @@ async def broker_gone(
         "from_fault_ms": (told - started) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
+        **applied_after_arrival(after),
     }
     if kill:
         # The active controller's record of the loss: when its watch delivered the deletion
@@ -302,6 +306,19 @@ async def broker_gone(
         out["answered_ms"] = (answered - started) * 1000
         del out["from_expiry_ms"]  # told before its key goes: no expiry to count from
     return out
+
+
+def applied_after_arrival(stats: list[dict]) -> dict[str, float]:
+    """For the first and the last broker told: from the arrival of the request that told it
+    (its servicer reading the envelope) to that request applied. The broker's own share of
+    its "told" instant (its process's turn, the decoding, the cache update); the time before
+    the arrival is the controller's and the transport's."""
+    first = min(stats, key=lambda s: s["cleared_at"])
+    last = max(stats, key=lambda s: s["cleared_at"])
+    return {
+        "first_told_applied_ms": (first["cleared_at"] - first["cleared_arrived_at"]) * 1000,
+        "last_told_applied_ms": (last["cleared_at"] - last["cleared_arrived_at"]) * 1000,
+    }
 
 
 async def full_metadata_failover(sc: Scenario, fleet: Fleet, trace: CpuTrace) -> dict[str, float]:
@@ -605,6 +622,8 @@ COLUMNS = (
     Column("first_told_after_won_ms", "won to first told ms", ",.0f"),
     Column("detected_ms", "expiry to detected ms", ",.0f"),
     Column("first_told_after_detected_ms", "detected to first told ms", ",.0f"),
+    Column("first_told_applied_ms", "first told: arrived to applied ms", ",.0f"),
+    Column("last_told_applied_ms", "last told: arrived to applied ms", ",.0f"),
     Column("answered_ms", "shutdown answered ms", ",.0f"),
     Column("etcd_write_ms", "etcd writes ms", ",.0f"),
     Column("um_bytes", "UM bytes", ",.0f"),

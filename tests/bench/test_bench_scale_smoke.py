@@ -47,6 +47,12 @@ def test_scale_reports_every_scenario_labelled_simulation(tmp_path):
     killed = rows["broker SIGKILL, 100 led"]
     assert killed["first_told_after_detected_ms"] >= 0
     assert killed["detected_ms"] < killed["from_expiry_ms"]
+    # The first broker told: its request's arrival to applied is part of detected to told.
+    assert killed["first_told_applied_ms"] <= killed["first_told_after_detected_ms"]
+    for label in ("broker SIGKILL, 100 led", "controlled shutdown, 100 led"):
+        row = rows[label]
+        assert 0 <= row["last_told_applied_ms"] <= row["from_fault_ms"], label
+        assert row["first_told_applied_ms"] <= row["from_fault_ms"], label
     # The spread from the first broker told to the last is within the time to the last.
     for label, row in rows.items():
         if label != "topic creation":

@@ -11,7 +11,8 @@ one JSON line each:
 - ``{"cmd": "stats"}``: every broker's figures (``SimulatedBroker.stats``) and the process RSS;
 - ``{"cmd": "watch", "leader": <id>, "partitions": [[topic, p], ...]}``: from now on each
   broker's ``still_led`` counts those partitions its cache shows led by ``leader``, and its
-  ``cleared_at`` is the instant the UpdateMetadata that left none was applied;
+  ``cleared_at`` is the instant the UpdateMetadata that left none was applied
+  (``cleared_arrived_at``: when that request reached the broker's servicer);
 - ``{"cmd": "shutdown"}``: controlled shutdown of every broker here, then exit.
 
 SIGTERM does what the agent does on it: controlled shutdown, then revoke the sessions. The gRPC

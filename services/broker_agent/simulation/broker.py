@@ -68,6 +68,11 @@ class Observation:
     watch: Watch | None = None
     still_led: int = 0
     cleared_at: float = 0.0
+    # When the request that cleared the watch reached this broker's servicer (its control
+    # stream's envelope read, or its unary call begun): ``cleared_at`` minus this is the
+    # broker's own share (waiting for the process's turn, decoding, applying), the rest of the
+    # time before it the controller's and the transport's.
+    cleared_arrived_at: float = 0.0
 
 
 class ObservedControlServicer(BrokerControlServicer):
@@ -93,6 +98,7 @@ class ObservedControlServicer(BrokerControlServicer):
             self._received_bytes = sharing.decodes.received_bytes
         self._state = replicas
         self._seen = seen
+        self._arrived: float | None = None  # the control stream's request being handled
 
     async def LeaderAndIsr(self, request, context):
         response = await super().LeaderAndIsr(request, context)
@@ -106,7 +112,15 @@ class ObservedControlServicer(BrokerControlServicer):
         self._seen.stop_replica_requests += 1
         return response
 
+    async def _streamed(self, envelope, deserialize, context):
+        self._arrived = time.time()
+        try:
+            return await super()._streamed(envelope, deserialize, context)
+        finally:
+            self._arrived = None
+
     async def UpdateMetadata(self, request, context):
+        arrived = self._arrived if self._arrived is not None else time.time()
         size = self._received_bytes(request)
         response = await super().UpdateMetadata(request, context)
         seen = self._seen
@@ -118,7 +132,7 @@ class ObservedControlServicer(BrokerControlServicer):
             now = time.time()
             seen.last_update_metadata_at = now
             seen.epoch_seen_at.setdefault(request.controller_epoch, now)
-            prune_watch(seen, self._state.metadata, now)
+            prune_watch(seen, self._state.metadata, now, arrived)
         return response
 
 
@@ -142,14 +156,18 @@ class Watch:
         return n
 
 
-def prune_watch(seen: Observation, cache: MetadataCache, now: float) -> None:
+def prune_watch(
+    seen: Observation, cache: MetadataCache, now: float, arrived: float | None = None
+) -> None:
     """Count the watched partitions ``cache`` still shows led by the watched leader; the
-    first count of none sets ``cleared_at`` to ``now``."""
+    first count of none sets ``cleared_at`` to ``now`` and ``cleared_arrived_at`` to when the
+    request that did it arrived (``arrived``; ``now`` without a request)."""
     if seen.watch is None or not seen.still_led:
         return
     seen.still_led = seen.watch.still_led(cache)
     if not seen.still_led:
         seen.cleared_at = now
+        seen.cleared_arrived_at = now if arrived is None else arrived
 
 
 class SimulatedBroker:
@@ -251,6 +269,7 @@ class SimulatedBroker:
         seen.watch = watch
         seen.still_led = len(watch.partitions)
         seen.cleared_at = 0.0
+        seen.cleared_arrived_at = 0.0
         prune_watch(seen, self.metadata, time.time())
 
     def stats(self) -> dict:
@@ -277,4 +296,5 @@ class SimulatedBroker:
             "stop_replica_requests": seen.stop_replica_requests,
             "still_led": seen.still_led,
             "cleared_at": seen.cleared_at,
+            "cleared_arrived_at": seen.cleared_arrived_at,
         }

@@ -11,10 +11,11 @@ delete, UpdateMetadata, a digest-only one that matches and one that does not.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 
-from leasehold import metadata_digest
+from leasehold import control_stream, metadata_digest
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
 from leasehold.etcd import Keyspace
@@ -23,7 +24,8 @@ from services.broker_agent.log import LogManager
 from services.broker_agent.metadata_cache import MetadataCache
 from services.broker_agent.model import TopicPartition
 from services.broker_agent.replica_manager import ReplicaManager
-from services.broker_agent.simulation.broker import Observation, ObservedControlServicer
+from services.broker_agent.simulation import broker as sim_broker
+from services.broker_agent.simulation.broker import Observation, ObservedControlServicer, Watch
 from services.broker_agent.simulation.replicas import SimulatedReplicas
 from services.broker_agent.topic_configs import ConfigStore
 
@@ -186,3 +188,51 @@ async def test_the_observed_servicer_counts_update_metadata_bytes_and_epochs():
     assert seen.update_metadata_bytes == sum(r.ByteSize() for r in updates)
     assert seen.digest_mismatches == 1
     assert sorted(seen.epoch_seen_at) == [2, 3]
+
+
+class _Stream:
+    """The servicer context of a control stream, as far as a request that succeeds uses it."""
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:1"
+
+
+@pytest.mark.parametrize("streamed", [True, False])
+async def test_the_update_that_clears_a_watch_notes_when_it_arrived(monkeypatch, streamed):
+    """``cleared_at`` is when the UpdateMetadata that left none of the watched partitions led
+    was applied, ``cleared_arrived_at`` when it reached the servicer: on a control stream, when
+    its envelope was read, before it is decoded; as a unary call, when the call began."""
+    ticks = iter(range(100, 110))
+    clock = SimpleNamespace(time=lambda: float(next(ticks)))
+    monkeypatch.setattr(sim_broker, "time", clock)
+    seen = Observation()
+    sim = simulated()
+    servicer = ObservedControlServicer(sim, seen)
+    await servicer.UpdateMetadata(update(2, [um_state("a", 0, 1, 1)]), None)  # 100, 101
+    watched = TopicPartition("a", 0)
+    seen.watch, seen.still_led = Watch(1, (watched,)), 1
+    moved = update(2, [um_state("a", 0, 2, 2)])
+    if streamed:
+
+        async def requests():
+            yield control_stream.encode_request(1, "UpdateMetadata", moved.SerializeToString())
+
+        def decode(body: bytes) -> control_pb2.UpdateMetadataRequest:
+            clock.time()  # decoding takes a tick: the arrival is before it
+            return control_pb2.UpdateMetadataRequest.FromString(body)
+
+        answers = [
+            a
+            async for a in servicer.Control(
+                requests(), _Stream(), {control_stream.UPDATE_METADATA: decode}
+            )
+        ]
+        assert len(answers) == 1
+        expected = (102.0, 104.0)
+    else:
+        await servicer.UpdateMetadata(moved, None)
+        expected = (102.0, 103.0)
+    assert sim.metadata.partition(watched).leader == 2
+    assert seen.still_led == 0
+    assert (seen.cleared_arrived_at, seen.cleared_at) == expected
+    assert servicer._arrived is None  # nothing left for a later unary call to take

@@ -46,6 +46,7 @@ def test_cleared_at_is_the_update_that_left_none_led() -> None:
     del cache.leaders[T1]  # gone from the cache (its topic deleted): not led by 1 either
     prune_watch(seen, cache, 12.0)
     assert (seen.still_led, seen.cleared_at) == (0, 12.0)
+    assert seen.cleared_arrived_at == 12.0  # no request: arrived as applied
     prune_watch(seen, cache, 13.0)  # later updates and polls leave the instant alone
     assert seen.cleared_at == 12.0
 
