@@ -30,8 +30,9 @@ Each failure's row also gives the spread from the first broker told to the last,
 brokers' own clocks: what of the time is the fan-out to every broker (and the simulation
 processes' turns on the CPU), rather than detection and decision. The broker SIGKILL and the
 shutdown also give, for the first and the last broker told, the time from the arrival of the
-request that told it (its servicer reading it off the control stream) to that request applied:
-the broker's own share, the rest before it being the controller's and the transport's.
+request that told it (its process's event loop reading it off the control stream) to that
+request applied: its decoding and applying; before the arrival come the controller, the
+transport and the wait for the broker's process to read it.
 
 Memory after creation: controller RSS (active and standby) and the peak either has had so far
 (the kernel's high-water mark: the creation's whole fan-out), etcd's DB file, simulated
@@ -310,9 +311,9 @@ async def broker_gone(
 
 def applied_after_arrival(stats: list[dict]) -> dict[str, float]:
     """For the first and the last broker told: from the arrival of the request that told it
-    (its servicer reading the envelope) to that request applied. The broker's own share of
-    its "told" instant (its process's turn, the decoding, the cache update); the time before
-    the arrival is the controller's and the transport's."""
+    (its process's event loop reading the envelope) to that request applied: its decoding
+    (or waiting for the process's shared decoding) and the cache update. Before the arrival
+    come the controller, the transport and the wait for the process to read it."""
     first = min(stats, key=lambda s: s["cleared_at"])
     last = max(stats, key=lambda s: s["cleared_at"])
     return {

@@ -69,9 +69,10 @@ class Observation:
     still_led: int = 0
     cleared_at: float = 0.0
     # When the request that cleared the watch reached this broker's servicer (its control
-    # stream's envelope read, or its unary call begun): ``cleared_at`` minus this is the
-    # broker's own share (waiting for the process's turn, decoding, applying), the rest of the
-    # time before it the controller's and the transport's.
+    # stream's envelope read by the process's event loop, or its unary call begun):
+    # ``cleared_at`` minus this is decoding it (or waiting for the process's shared decoding)
+    # and applying it; before it come the controller, the transport and the wait for the
+    # process's loop to read it.
     cleared_arrived_at: float = 0.0
 
 
