@@ -137,6 +137,34 @@ class ObservedControlServicer(BrokerControlServicer):
         return response
 
 
+def control_server(
+    replicas: SimulatedReplicas,
+    seen: Observation,
+    settings: SimSettings,
+    sharing: Sharing | None = None,
+) -> grpc.aio.Server:
+    """A simulated broker's gRPC server (no port yet): BrokerControlService alone, behind the
+    agent's request bounds and error mapping, with the agent's message size limit."""
+    s = settings
+    bounds = counters(s.max_partitions_per_request, s.max_control_partitions_per_request)
+    server = grpc.aio.server(
+        interceptors=[
+            RequestBoundsInterceptor(bounds),
+            ErrorInterceptor(unchecked_services=SERVICE_ROLES),
+        ],
+        options=server_options(s.max_receive_bytes),
+    )
+    servicer = ObservedControlServicer(replicas, seen, sharing, bounds)
+    if sharing is None:
+        server.add_generic_rpc_handlers((control_handlers(servicer),))
+    else:
+        # UpdateMetadata's deserializer is the process's, which parses only the header of a
+        # body it decoded already (``sharing.SharedDecodes.deserialize``).
+        handlers = control_handlers(servicer, sharing.decodes.deserialize)
+        server.add_generic_rpc_handlers((handlers,))
+    return server
+
+
 class Watch:
     """A failed broker's partitions, watched by every broker of a process until its cache
     shows none of them led by that broker (``SimulatedBroker.watch``). Counted once per cache
@@ -208,22 +236,7 @@ class SimulatedBroker:
     async def start(self) -> None:
         """Serve BrokerControlService, then register (the agent's order: serve, then register)."""
         s = self.settings
-        bounds = counters(s.max_partitions_per_request, s.max_control_partitions_per_request)
-        server = grpc.aio.server(
-            interceptors=[
-                RequestBoundsInterceptor(bounds),
-                ErrorInterceptor(unchecked_services=SERVICE_ROLES),
-            ],
-            options=server_options(s.max_receive_bytes),
-        )
-        servicer = ObservedControlServicer(self.replicas, self.seen, self.sharing, bounds)
-        if self.sharing is None:
-            server.add_generic_rpc_handlers((control_handlers(servicer),))
-        else:
-            # UpdateMetadata's deserializer is the process's, which parses only the header of
-            # a body it decoded already (``sharing.SharedDecodes.deserialize``).
-            handlers = control_handlers(servicer, self.sharing.decodes.deserialize)
-            server.add_generic_rpc_handlers((handlers,))
+        server = control_server(self.replicas, self.seen, s, self.sharing)
         self.port = server.add_insecure_port(f"{self.host}:0")
         await server.start()
         self.server = server
