@@ -77,7 +77,10 @@ class Layout:
     def __init__(self, brokers: int, partitions: int) -> None:
         self.brokers = brokers
         self.partitions = partitions
-        self.topics = max(1, partitions // PER_TOPIC)
+        self.topics = -(-partitions // PER_TOPIC)
+
+    def topic_size(self, topic: int) -> int:
+        return min(PER_TOPIC, self.partitions - topic * PER_TOPIC)
 
     def replicas(self, topic: int, partition: int) -> list[int]:
         index = topic * PER_TOPIC + partition
@@ -88,7 +91,7 @@ class Layout:
         return [
             (t, p)
             for t in range(self.topics)
-            for p in range(min(PER_TOPIC, self.partitions))
+            for p in range(self.topic_size(t))
             if self.replicas(t, p)[0] == broker
         ]
 
@@ -159,9 +162,9 @@ class Process:
             common_pb2.BrokerEndpoint(broker_id=b, host="127.0.0.1", port=10_000 + b)
             for b in range(1, layout.brokers + 1)
         ]
-        per_topic = min(PER_TOPIC, layout.partitions)
         for t in range(layout.topics):
-            states = [_state(layout, t, p, layout.replicas(t, p)[0], 0) for p in range(per_topic)]
+            size = layout.topic_size(t)
+            states = [_state(layout, t, p, layout.replicas(t, p)[0], 0) for p in range(size)]
             await self.handle(_request(states, live_brokers=live if t == 0 else []))
         gc.collect()
         gc.freeze()
