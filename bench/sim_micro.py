@@ -295,6 +295,7 @@ async def measure(
         if child.is_alive():
             child.kill()
         await process.close()
+        gc.unfreeze()  # what the load and the servicers' settles froze (``leasehold.heap``)
     print(
         f"{brokers} brokers of {cluster_brokers:,} x {partitions:,} partitions "
         f"(loaded in {loaded_s:.0f} s); broker 1 led {len(led):,}; "
@@ -321,8 +322,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", default="", help="write a cProfile of the first failure")
     args = parser.parse_args(argv)
-    if args.brokers + 1 > args.cluster_brokers:
-        parser.error("--cluster-brokers must exceed --brokers (broker 1 is the one that fails)")
+    if args.brokers + 1 > args.cluster_brokers or args.cluster_brokers < 3:
+        parser.error(
+            "--cluster-brokers must exceed --brokers (broker 1 is the one that fails) and be "
+            "at least 3 (RF 3)"
+        )
     logging.basicConfig(level=logging.WARNING)
     profile = cProfile.Profile() if args.profile else None
     rounds = asyncio.run(
