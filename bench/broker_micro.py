@@ -289,13 +289,13 @@ async def _measure(
     return out
 
 
-def summary(rounds: list[dict[str, float]]) -> str:
-    """Each figure's minimum and median over the rounds (CPU: the minimum is the least
-    disturbed by other processes on a shared machine)."""
+def summary(rounds: list[dict[str, float]], places: int = 0) -> str:
+    """Each figure's minimum and median over the rounds, to ``places`` decimals (CPU: the
+    minimum is the least disturbed by other processes on a shared machine)."""
     parts = []
     for key in rounds[0]:
         values = sorted(r[key] for r in rounds)
-        parts.append(f"{key} {values[0]:,.0f}/{statistics.median(values):,.0f}")
+        parts.append(f"{key} {values[0]:,.{places}f}/{statistics.median(values):,.{places}f}")
     return ", ".join(parts)
 
 

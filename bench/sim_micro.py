@@ -39,7 +39,6 @@ import cProfile
 import gc
 import logging
 import multiprocessing
-import statistics
 import time
 import uuid
 from collections.abc import Sequence
@@ -47,6 +46,8 @@ from multiprocessing.connection import Connection
 
 import grpc
 
+from bench import scenario
+from bench.broker_micro import summary
 from leasehold import control_stream
 from leasehold.broker.v1 import control_pb2
 from leasehold.common.v1 import common_pb2
@@ -70,36 +71,37 @@ FAILED = 1
 CONTROL = f"/{control_pb2.DESCRIPTOR.services_by_name['BrokerControlService'].full_name}/Control"
 
 
-class Layout:
-    """``bench scale``'s layout (``bench.scenario.Layout`` without a fixed leader): global
-    partition i has replicas brokers i, i+1, i+2 (mod B, from 1), ``PER_TOPIC`` a topic."""
+class Layout(scenario.Layout):
+    """``bench scale``'s layout (``bench.scenario.Layout``, no fixed leader: global partition i
+    has replicas brokers i, i+1, i+2, mod B, from 1), read by topic and partition."""
 
-    def __init__(self, brokers: int, partitions: int) -> None:
-        self.brokers = brokers
-        self.partitions = partitions
-        self.topics = -(-partitions // PER_TOPIC)
+    @classmethod
+    def of(cls, brokers: int, partitions: int) -> Layout:
+        return cls(partitions, PER_TOPIC, tuple(range(1, brokers + 1)))
+
+    def topic_count(self) -> int:
+        return -(-self.partitions // self.per_topic)
 
     def topic_size(self, topic: int) -> int:
-        return min(PER_TOPIC, self.partitions - topic * PER_TOPIC)
+        return min(self.per_topic, self.partitions - topic * self.per_topic)
 
-    def replicas(self, topic: int, partition: int) -> list[int]:
-        index = topic * PER_TOPIC + partition
-        return [(index + k) % self.brokers + 1 for k in range(3)]
+    def replicas_of(self, topic: int, partition: int) -> list[int]:
+        return self.replicas(topic * self.per_topic + partition)
 
     def led_by(self, broker: int) -> list[tuple[int, int]]:
         """(topic, partition) of every partition ``broker`` is the preferred leader of."""
         return [
             (t, p)
-            for t in range(self.topics)
+            for t in range(self.topic_count())
             for p in range(self.topic_size(t))
-            if self.replicas(t, p)[0] == broker
+            if self.replicas_of(t, p)[0] == broker
         ]
 
 
 def _state(
     layout: Layout, topic: int, partition: int, leader: int, epoch: int
 ) -> control_pb2.UpdateMetadataPartitionState:
-    replicas = layout.replicas(topic, partition)
+    replicas = layout.replicas_of(topic, partition)
     return control_pb2.UpdateMetadataPartitionState(
         topic=f"bench-{topic}",
         topic_id=str(uuid.UUID(int=topic + 1)),
@@ -160,11 +162,11 @@ class Process:
         layout = self.layout
         live = [
             common_pb2.BrokerEndpoint(broker_id=b, host="127.0.0.1", port=10_000 + b)
-            for b in range(1, layout.brokers + 1)
+            for b in layout.brokers
         ]
-        for t in range(layout.topics):
+        for t in range(layout.topic_count()):
             size = layout.topic_size(t)
-            states = [_state(layout, t, p, layout.replicas(t, p)[0], 0) for p in range(size)]
+            states = [_state(layout, t, p, layout.replicas_of(t, p)[0], 0) for p in range(size)]
             await self.handle(_request(states, live_brokers=live if t == 0 else []))
         gc.collect()
         gc.freeze()
@@ -234,7 +236,7 @@ async def _round(conn: Connection, body: bytes) -> tuple[float, float]:
 async def measure(
     brokers: int, cluster_brokers: int, partitions: int, rounds: int, profile
 ) -> list[dict[str, float]]:
-    layout = Layout(cluster_brokers, partitions)
+    layout = Layout.of(cluster_brokers, partitions)
     led = layout.led_by(FAILED)
     process = Process(brokers, layout)
     started = time.monotonic()
@@ -305,15 +307,6 @@ async def measure(
     return figures
 
 
-def summary(rounds: list[dict[str, float]]) -> str:
-    """Each figure's minimum and median over the rounds."""
-    parts = []
-    for key in rounds[0]:
-        values = sorted(r[key] for r in rounds)
-        parts.append(f"{key} {values[0]:,.1f}/{statistics.median(values):,.1f}")
-    return ", ".join(parts)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--brokers", type=int, default=100, help="brokers in the process")
@@ -335,7 +328,7 @@ def main(argv: list[str] | None = None) -> None:
     for i, figures in enumerate(rounds, 1):
         print(f"round {i}: " + ", ".join(f"{k} {v:,.1f}" for k, v in figures.items()))
     if len(rounds) > 1:
-        print(f"min/median: {summary(rounds)}")
+        print(f"min/median: {summary(rounds, places=1)}")
     if profile is not None:
         profile.dump_stats(args.profile)
 

@@ -13,15 +13,15 @@ from bench import sim_micro
 from bench.scenario import Layout as ScaleLayout
 
 
-def test_the_layout_is_the_scale_benchmarks():
-    layout = sim_micro.Layout(10, 2_500)
+def test_the_layout_is_the_scale_benchmarks_read_by_topic():
+    layout = sim_micro.Layout.of(10, 2_500)
     scale = ScaleLayout(2_500, 1_000, tuple(range(1, 11))).topics()
-    assert [layout.topic_size(t) for t in range(layout.topics)] == [
+    assert [layout.topic_size(t) for t in range(layout.topic_count())] == [
         len(scale[f"bench-{t}"]) for t in range(len(scale))
     ]
-    for t in range(layout.topics):
+    for t in range(layout.topic_count()):
         for p in range(layout.topic_size(t)):
-            assert layout.replicas(t, p) == scale[f"bench-{t}"][p]
+            assert layout.replicas_of(t, p) == scale[f"bench-{t}"][p]
     # Broker 1 is the preferred leader of one partition in ten, every topic's 0, 10, 20, ...
     led = layout.led_by(sim_micro.FAILED)
     assert len(led) == 250
@@ -29,7 +29,7 @@ def test_the_layout_is_the_scale_benchmarks():
 
 
 def test_a_failure_body_moves_what_the_failed_broker_led_and_leaves_it_out_of_the_isr():
-    layout = sim_micro.Layout(10, 2_000)
+    layout = sim_micro.Layout.of(10, 2_000)
     led = layout.led_by(sim_micro.FAILED)
     request = sim_micro.control_pb2.UpdateMetadataRequest.FromString(
         sim_micro._failure(layout, led, 1)
