@@ -271,15 +271,20 @@ async def measure(
                 raise RuntimeError(f"{process.still_led()} brokers still show broker 1 leading")
             epoch += 1
             body = _failure(layout, led, epoch, live_brokers_base=first_cache.brokers_digest())
-            first = process.brokers[0]
+            answers = []
             before = time.process_time()
-            request = process.sharing.decodes.deserialize(body)
-            await first[1].UpdateMetadata(request, None)
+            first = process.brokers[0][1]
+            answers.append(
+                await first.UpdateMetadata(process.sharing.decodes.deserialize(body), None)
+            )
             first_cpu = (time.process_time() - before) * 1e3
             before = time.process_time()
             for _, servicer, _ in process.brokers[1:]:
-                await servicer.UpdateMetadata(process.sharing.decodes.deserialize(body), None)
+                request = process.sharing.decodes.deserialize(body)
+                answers.append(await servicer.UpdateMetadata(request, None))
             rest_cpu = (time.process_time() - before) * 1e3
+            if any(a.error_code != Code.NONE for a in answers):
+                raise RuntimeError("the servicers refused the next failure's UpdateMetadata")
             figures.append(
                 {
                     "digest_cpu_ms": digest_cpu,
