@@ -59,6 +59,7 @@ from services.broker_agent.simulation.broker import (
     ObservedControlServicer,
     Watch,
     control_server,
+    start_watch,
 )
 from services.broker_agent.simulation.replicas import SimulatedReplicas
 from services.broker_agent.simulation.sharing import Sharing
@@ -186,8 +187,9 @@ class Process:
 
     def watch(self, led: list[tuple[int, int]]) -> None:
         watch = Watch(FAILED, [TopicPartition(f"bench-{t}", p) for t, p in led])
-        for _, _, seen in self.brokers:
-            seen.watch, seen.still_led, seen.cleared_at = watch, len(led), 0.0
+        now = time.time()
+        for replicas, _, seen in self.brokers:
+            start_watch(seen, watch, replicas.metadata, now)
 
     def still_led(self) -> int:
         """Brokers whose cache still shows one of the watched partitions led by broker 1."""

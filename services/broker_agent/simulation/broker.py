@@ -199,6 +199,16 @@ def prune_watch(
         seen.cleared_arrived_at = now if arrived is None else arrived
 
 
+def start_watch(seen: Observation, watch: Watch, cache: MetadataCache, now: float) -> None:
+    """``seen`` counts ``watch``'s partitions from now on, none cleared yet, as ``cache``
+    shows them (``prune_watch``)."""
+    seen.watch = watch
+    seen.still_led = len(watch.partitions)
+    seen.cleared_at = 0.0
+    seen.cleared_arrived_at = 0.0
+    prune_watch(seen, cache, now)
+
+
 class SimulatedBroker:
     def __init__(
         self,
@@ -279,12 +289,7 @@ class SimulatedBroker:
     def watch(self, watch: Watch) -> None:
         """From now on count the watch's partitions whose cached leader is its leader (a
         failed broker's partitions not yet re-led here), and note when none is left."""
-        seen = self.seen
-        seen.watch = watch
-        seen.still_led = len(watch.partitions)
-        seen.cleared_at = 0.0
-        seen.cleared_arrived_at = 0.0
-        prune_watch(seen, self.metadata, time.time())
+        start_watch(self.seen, watch, self.metadata, time.time())
 
     def stats(self) -> dict:
         """This broker's figures; ``still_led`` and ``cleared_at`` are the watch's
