@@ -21,7 +21,7 @@ apart; wall is the sender's, from the first write to the last answer):
 
 - ``digest_cpu_ms`` / ``digest_wall_ms``: a digest-only UpdateMetadata to every broker;
 - ``failure_cpu_ms`` / ``failure_wall_ms``: the broker failure's UpdateMetadata to every broker
-  (all of them then show none of broker 1's partitions led by it: checked);
+  (all of them show broker 1's partitions led by their leader before, then none: checked);
 - ``direct_cpu_ms``: the next failure's requests handed to the servicers in process, one broker
   after another, without gRPC: the brokers' own work; ``first_cpu_ms`` is its first broker's
   (the body decoded and applied for the process), the rest is the other brokers' share.
@@ -128,10 +128,17 @@ def _request(states, **fields) -> bytes:
     ).SerializeToString()
 
 
+def _leader(epoch: int) -> int:
+    """Who leads broker 1's partitions at ``epoch``: broker 1 at 0, then broker 2 (odd epochs)
+    or 3 (even)."""
+    if epoch == 0:
+        return FAILED
+    return 2 if epoch % 2 else 3
+
+
 def _failure(layout: Layout, led: list[tuple[int, int]], epoch: int, **fields) -> bytes:
-    """Broker 1's partitions led by broker 2 (odd epochs) or 3 (even), at ``epoch``."""
-    leader = 2 if epoch % 2 else 3
-    return _request([_state(layout, t, p, leader, epoch) for t, p in led], **fields)
+    """Broker 1's partitions led by ``_leader(epoch)``, at ``epoch``."""
+    return _request([_state(layout, t, p, _leader(epoch), epoch) for t, p in led], **fields)
 
 
 class Process:
@@ -185,14 +192,17 @@ class Process:
     async def close(self) -> None:
         await asyncio.gather(*(s.stop(0) for s in self.servers))
 
-    def watch(self, led: list[tuple[int, int]]) -> None:
-        watch = Watch(FAILED, [TopicPartition(f"bench-{t}", p) for t, p in led])
+    def watch(self, led: list[tuple[int, int]], leader: int) -> None:
+        """Every broker counts ``led`` while its cache shows ``leader`` leading one, as a
+        simulated broker of ``bench scale`` does from before a failure to its last request."""
+        watch = Watch(leader, [TopicPartition(f"bench-{t}", p) for t, p in led])
         now = time.time()
         for replicas, _, seen in self.brokers:
             start_watch(seen, watch, replicas.metadata, now)
 
     def still_led(self) -> int:
-        """Brokers whose cache still shows one of the watched partitions led by broker 1."""
+        """Brokers whose cache still shows one of the watched partitions led by the watched
+        leader."""
         return sum(1 for _, _, seen in self.brokers if seen.still_led)
 
 
@@ -259,8 +269,10 @@ async def measure(
         for i in range(rounds):
             digest_only = _request([], metadata_digest=first_cache.digest())
             digest_cpu, digest_wall = await _round(conn, digest_only)
+            process.watch(led, _leader(epoch))  # who leads them before this round
+            if process.still_led() != len(process.brokers):
+                raise RuntimeError("the brokers' caches do not show the round's old leader")
             epoch += 1
-            process.watch(led)
             live = {"live_brokers_base": first_cache.brokers_digest()}
             if i == 0:
                 live["removed_brokers"] = [FAILED]
@@ -270,7 +282,7 @@ async def measure(
             if profile is not None and i == 0:
                 profile.disable()
             if process.still_led():
-                raise RuntimeError(f"{process.still_led()} brokers still show broker 1 leading")
+                raise RuntimeError(f"{process.still_led()} brokers still show the old leader")
             epoch += 1
             body = _failure(layout, led, epoch, live_brokers_base=first_cache.brokers_digest())
             answers = []
