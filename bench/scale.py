@@ -239,7 +239,7 @@ async def controller_failover(
     await sc.restart_controller(old_id)
     prioritize(sc)
     return {
-        **(await cpu_used(trace, killed, expired, told)),
+        **(await cpu_used(trace, killed, expired, told, new_id)),
         "from_fault_ms": (told - killed) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
@@ -289,7 +289,7 @@ async def broker_gone(
     told = max(s["cleared_at"] for s in after)
     first = min(s["cleared_at"] for s in after)
     out = {
-        **(await cpu_used(trace, started, expired if kill else started, told)),
+        **(await cpu_used(trace, started, expired if kill else started, told, active_id)),
         "from_fault_ms": (told - started) * 1000,
         "from_expiry_ms": (told - expired) * 1000,
         "spread_ms": (told - first) * 1000,
@@ -349,11 +349,19 @@ REST_WAIT_S = 30.0
 
 
 def cpu_groups(sc: Scenario, fleet: Fleet) -> dict[str, list[int]]:
+    """The ``CPU_GROUPS``, and each controller on its own (``controller_group``), by id: a
+    restarted controller's group goes on counting its earlier processes."""
+    controllers = {c: p.pid for c, p in sc.cluster.controllers.items() if p.pid and p.alive()}
     return {
-        "controllers": [p.pid for p in sc.cluster.controllers.values() if p.pid and p.alive()],
+        "controllers": list(controllers.values()),
         "fleet": [p.pid for p in fleet.processes if p.popen is not None],
         "etcd": [sc.cluster.etcd.pid] if sc.cluster.etcd.pid else [],
+        **{controller_group(c): [pid] for c, pid in controllers.items()},
     }
+
+
+def controller_group(controller_id: int) -> str:
+    return f"controller {controller_id}"
 
 
 async def rested(trace: CpuTrace) -> None:
@@ -368,13 +376,17 @@ async def rested(trace: CpuTrace) -> None:
         await asyncio.sleep(POLL_S / 4)
 
 
-async def cpu_used(trace: CpuTrace, fault: float, start: float, end: float) -> dict[str, float]:
+async def cpu_used(
+    trace: CpuTrace, fault: float, start: float, end: float, active: int
+) -> dict[str, float]:
     """Each group's CPU milliseconds from ``start`` (the expiry, or the SIGTERM) to ``end``
-    (every broker told): what telling the fleet cost, and on whose side; and the cores the
-    whole cluster kept busy in the ``REST_S`` before ``fault``, which the window also holds
-    (lease renewals, polls)."""
+    (every broker told): what telling the fleet cost, and on whose side, with the share of
+    the controller ``active`` through the window (the rest of the controllers' is the
+    standby's, or the killed controller's); and the cores the whole cluster kept busy in the
+    ``REST_S`` before ``fault``, which the window also holds (lease renewals, polls)."""
     await trace.past(end)
     out = {f"{g}_cpu_ms": trace.used(g, start, end) * 1000 for g in CPU_GROUPS}
+    out["active_cpu_ms"] = trace.used(controller_group(active), start, end) * 1000
     out["cores_at_rest"] = busy_cores(trace, fault)
     return out
 
@@ -480,6 +492,7 @@ async def one_size(
                 await until(fleet, lambda st: all(s["live_brokers"] == count for s in st), "live")
 
             await fleet.start(after_wave=told)
+            creator, _ = await active_controller(sc.client, sc.keyspace)
             started = time.time()
             await write_topics(sc.client, sc.keyspace, layout.topics())
             written = time.time()
@@ -500,7 +513,7 @@ async def one_size(
                 Row(
                     "topic creation",
                     {
-                        **(await cpu_used(trace, started, started, told)),
+                        **(await cpu_used(trace, started, started, told, creator)),
                         "from_fault_ms": (told - started) * 1000,
                         "etcd_write_ms": (written - started) * 1000,
                     },
@@ -585,7 +598,9 @@ async def run(ctx: RunContext) -> list[Result]:
                 ratio_of="controllers_cpu_ms",
                 notes=(
                     "CPU used by each side (both controllers with their lease renewal "
-                    "processes; every simulation process with its renewal process; etcd) "
+                    "processes, and of it the active controller's: the one active through the "
+                    "window, the winner for the controller SIGKILL; every simulation process "
+                    "with its renewal process; etcd) "
                     "from the expiry (the SIGTERM for the shutdown, the first write for "
                     "the creation) to every broker told: what deciding and telling the "
                     "fleet cost, and where; read from /proc every 0.1 s (10 ms ticks) "
@@ -635,6 +650,7 @@ COLUMNS = (
 CPU_COLUMNS = (
     Column("from_expiry_ms", "from expiry ms", ",.0f"),
     Column("controllers_cpu_ms", "controllers CPU ms", ",.0f"),
+    Column("active_cpu_ms", "of it the active's ms", ",.0f"),
     Column("fleet_cpu_ms", "sim fleet CPU ms", ",.0f"),
     Column("etcd_cpu_ms", "etcd CPU ms", ",.0f"),
     Column("cores_at_rest", "cores busy before", ",.2f"),

@@ -73,9 +73,13 @@ def test_scale_reports_every_scenario_labelled_simulation(tmp_path):
     for label, row in rows.items():
         for side in ("controllers", "fleet", "etcd"):
             assert f"{side}_cpu_ms" in row, (label, side)
+        # The active controller's share is part of the controllers' (both read from /proc).
+        assert 0 <= row["active_cpu_ms"] <= row["controllers_cpu_ms"] + 1e-6, label
         assert row["cores_at_rest"] <= 2.0 * (os.cpu_count() or 1), label
     # Creating 1,200 partitions and sending every broker all of them take CPU on both sides.
     for label in ("topic creation", "controller SIGKILL, full metadata"):
         assert rows[label]["controllers_cpu_ms"] > 0 and rows[label]["fleet_cpu_ms"] > 0, label
+    # The creation is the active controller's work.
+    assert rows["topic creation"]["active_cpu_ms"] > 0
     (mem,) = memory["rows"]
     assert all(v > 0 for v in mem["values"].values()), mem

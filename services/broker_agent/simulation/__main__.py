@@ -215,16 +215,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 # How often the heap freezer is asked whether its hourly thaw is due.
 MAINTAIN_S = 60.0
-# The interpreter's thread switch interval here (CPython's default is 5 ms). Each renewal round
-# takes the GIL once per lease (a request and an answer on the stream) while the event loop
-# decodes requests for a whole fleet of brokers: at 5 ms a hand-over, a hundred leases took
-# longer than their TTL to renew on a busy process. A real broker renews one lease.
-SWITCH_INTERVAL_S = 0.0005
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The interpreter's defaults, as the agent's (its thread switch interval included): the
+    # leases are renewed by a process of their own (``RenewalProcess``), which no GIL here
+    # delays.
     logs.configure("simulated-brokers", "warning")  # JSON lines with times, as the services
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     asyncio.run(run(parse_args(argv)))
     return 0
 
