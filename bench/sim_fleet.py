@@ -151,16 +151,24 @@ class CpuTrace:
         now = time.time()
         if now - self._refreshed >= self._refresh_s:
             self._refreshed = now
+            groups = self._groups()
+            # A process in several groups (a controller: the controllers', its own) has its
+            # child processes listed once, the same in each.
+            listed = dict.fromkeys(p for group in groups.values() for p in group)
+            family = {p: [p, *children(p)] for p in listed}
             self._pids = {
-                name: [q for p in group for q in (p, *children(p))]
-                for name, group in self._groups().items()
+                name: [q for p in group for q in family[p]] for name, group in groups.items()
             }
+        # Each process read once a sample: a group inside another (the active controller within
+        # the controllers) never reads more than it, as a later reading of the same process
+        # could (a clock tick, 10 ms, between the two).
+        every = dict.fromkeys(pid for group in self._pids.values() for pid in group)
+        seconds = {pid: cpu_seconds(pid) for pid in every}
         for name, group in self._pids.items():
             used = self._used.setdefault(name, {})
             for pid in group:
-                seconds = cpu_seconds(pid)
-                if seconds is not None:
-                    used[pid] = seconds
+                if (reading := seconds[pid]) is not None:
+                    used[pid] = reading
         self.samples.append((now, {n: sum(u.values()) for n, u in self._used.items()}))
 
     async def past(self, instant: float) -> None:

@@ -52,3 +52,21 @@ def test_a_process_that_has_gone_keeps_what_it_used() -> None:
     trace.sample()  # its pid is gone now
     assert trace.samples[-1][1] == {"burner": used, "none": 0}
     assert sim_fleet.cpu_seconds(proc.pid) is None
+
+
+def test_a_process_in_two_groups_is_read_once_a_sample(monkeypatch) -> None:
+    # Every reading later than the one before (as a clock tick between two reads would make it):
+    # the group inside the other never counts more than it.
+    readings = iter(range(1, 100))
+    monkeypatch.setattr(sim_fleet, "cpu_seconds", lambda pid: float(next(readings)))
+    monkeypatch.setattr(sim_fleet, "children", lambda pid: [pid + 100] if pid == 1 else [])
+    trace = sim_fleet.CpuTrace(lambda: {"all": [1, 2], "one": [1]}, refresh_s=0.0)
+    for _ in range(3):
+        trace.sample()
+    for _, used in trace.samples:
+        # Its child process counted in both; the other process in "all" alone.
+        assert used["all"] - used["one"] > 0
+    start, end = trace.samples[0][0], trace.samples[-1][0]
+    assert trace.used("one", start, end) <= trace.used("all", start, end)
+    # Three processes, each read once a sample: nine readings.
+    assert next(readings) == 10
