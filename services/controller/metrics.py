@@ -98,7 +98,7 @@ class ControllerMetrics:
         offline, imbalance = ctx.offline_partition_count(), ctx.preferred_replica_imbalance_count()
         self.offline.set(offline if active else 0)
         self.imbalance.set(imbalance if active else 0)
-        self.topics.set(len(ctx.all_topics) if active else 0)
+        self.topics.set(ctx.topic_count if active else 0)
         self.partitions.set(ctx.partition_count() if active else 0)
         self.topics_to_delete.set(len(ctx.topics_to_be_deleted) if active else 0)
         self.brokers.set(len(ctx.live_broker_ids) if active else 0)

@@ -185,7 +185,7 @@ def apply_warm(ctx: ControllerContext, view: ClusterView, event: ControllerEvent
             )
     elif isinstance(event, PartitionStateChange):
         for s in event.updates:
-            if s.state is None or s.tp.topic not in ctx.all_topics:
+            if s.state is None or not ctx.has_topic(s.tp.topic):
                 continue
             current = ctx.leader_and_isr(s.tp)
             if current is None or s.mod_revision > current.partition_epoch:
@@ -196,5 +196,5 @@ def apply_warm(ctx: ControllerContext, view: ClusterView, event: ControllerEvent
     elif isinstance(event, ConfigChange):
         topics = ctx.all_topics if event.cluster_changed else [t for t, _ in event.topics]
         for topic in topics:
-            if topic in ctx.all_topics:
+            if ctx.has_topic(topic):
                 ctx.apply_topic_config(topic, view.effective_topic_config(topic))

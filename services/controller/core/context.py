@@ -157,7 +157,15 @@ class ControllerContext:
     # ---- topics and partitions -------------------------------------------------------------
     @property
     def all_topics(self) -> frozenset[str]:
+        """A copy of every topic's name: O(topics). To ask after one topic, ``has_topic``."""
         return frozenset(self._topic_ids)
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self._topic_ids
+
+    @property
+    def topic_count(self) -> int:
+        return len(self._topic_ids)
 
     def topic_id(self, topic: str) -> str:
         return self._topic_ids.get(topic, "")

@@ -82,7 +82,7 @@ def decide_auto_rebalance(ctx: ControllerContext, imbalance_percentage: int) -> 
             chosen.extend(
                 tp
                 for tp in imb.not_led
-                if tp.topic in ctx.all_topics
+                if ctx.has_topic(tp.topic)
                 and not ctx.is_topic_queued_for_deletion(tp.topic)
                 and can_preferred_replica_lead(ctx, tp)
             )

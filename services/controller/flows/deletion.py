@@ -105,7 +105,7 @@ class TopicDeletionManager:
             if not c.view.delete_topic_enable:
                 code = common_pb2.ERROR_CODE_TOPIC_DELETION_DISABLED
                 message = "Topic deletion is disabled."
-            elif topic not in ctx.all_topics:
+            elif not ctx.has_topic(topic):
                 pass  # already deleted: a previous controller finished it before the intent
             elif intent.topic_id and intent.topic_id != ctx.topic_id(topic):
                 code = common_pb2.ERROR_CODE_UNKNOWN_TOPIC_ID

@@ -66,13 +66,13 @@ class TopicFlows:
         for u in event.updates:
             topic = u.topic
             if u.assignment is None:
-                if topic in ctx.all_topics:
+                if ctx.has_topic(topic):
                     log.warning("topic key of %s was deleted outside a topic deletion", topic)
                     ctx.apply_remove_topic(topic)
                     deleted.append(topic)
                 continue
             replicas = codec.topic_replicas(u.assignment)
-            if topic in ctx.all_topics and ctx.topic_id(topic) != u.assignment.topic_id:
+            if ctx.has_topic(topic) and ctx.topic_id(topic) != u.assignment.topic_id:
                 log.error(
                     "topic %s changed id from %s to %s while still known; ignoring the change",
                     topic,

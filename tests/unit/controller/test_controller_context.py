@@ -103,6 +103,8 @@ def test_partition_and_replica_queries(make_ctx) -> None:
         },
     )
     assert ctx.all_topics == {"t", "u"}
+    assert ctx.has_topic("t") and ctx.has_topic("u") and not ctx.has_topic("v")
+    assert ctx.topic_count == 2
     assert ctx.all_partitions() == (T0, T1, U0)
     assert ctx.partitions_for_topic("t") == (T0, T1)
     assert ctx.partitions_on_broker(1) == (T0, T1)
@@ -240,6 +242,7 @@ def test_remove_topic_forgets_everything(make_ctx) -> None:
     ctx.apply_topic_deletion_eligibility("t", ineligible=True)
     ctx.apply_remove_topic("t")
     assert ctx.all_topics == {"u"}
+    assert not ctx.has_topic("t") and ctx.topic_count == 1
     assert ctx.all_partitions() == (U0,)
     assert ctx.leader_and_isr(T0) is None
     assert ctx.partition_state(T0) is PartitionState.NON_EXISTENT
