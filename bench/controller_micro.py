@@ -10,6 +10,7 @@ loop time alone, which is what the failover and controlled-shutdown targets leav
     python -m bench.controller_micro                 # 10,000 and 100,000 partitions
     python -m bench.controller_micro 10000 --profile /tmp/cm.prof
     python -m bench.controller_micro 1000000 --brokers 1000   # bench scale's target size
+    python -m bench.controller_micro 1000000 --brokers 1000 --standby-moves
 
 Figures per size: ``um_sent_ms`` (failover start -> every broker's UpdateMetadata serialised
 and handed over, i.e. on the wire in the real controller), ``failover_ms`` (the whole failover
@@ -17,7 +18,10 @@ handler), ``shutdown_ms`` (ControlledShutdown handler of broker 1), ``broker_fai
 handler of broker 1's lease expiry: what it led re-elected), each with the first and the last
 other broker's first UpdateMetadata serialised after its start (``sd_first_um_sent_ms``,
 ``sd_um_sent_ms``, ``bf_first_um_sent_ms``, ``bf_um_sent_ms``), and the process CPU time of
-the handlers (``*_cpu_ms``: less sensitive to a shared machine's load). With 3 brokers (the
+the handlers (``*_cpu_ms``: less sensitive to a shared machine's load). ``--standby-moves``
+adds ``standby_moves_cpu_ms``: a standby applying what broker 1 led moved to another replica
+(a controlled shutdown's leadership moves, as its watch would see them), ``MOVES_PER_BATCH``
+states a watch batch, each followed by its sync. With 3 brokers (the
 default) broker 1 leads every partition; with ``--brokers N`` replicas rotate over N brokers,
 so broker 1 leads ``partitions / N`` and follows twice as many, as in ``bench scale``.
 """
@@ -54,6 +58,10 @@ from services.controller.store import PlanCommit
 
 BROKERS = (1, 2, 3)
 PER_TOPIC = 1_000
+# State changes a watch response carried when a 1,000 x 1,000,000 cluster's standby was
+# sampled through a controlled shutdown (its 1,000 moves came in several batches; fewer than
+# the standby's ``CACHE_REFRESH_AT_ONCE`` each, so each is re-encoded at once).
+MOVES_PER_BATCH = 125
 
 
 class MemoryStore:
@@ -290,15 +298,52 @@ async def broker_failure(c: Controller, broker_id: int) -> dict[str, float]:
     }
 
 
+async def standby_moves(partitions: int, brokers: int = len(BROKERS)) -> dict[str, float]:
+    """A standby told, as its watch would tell it, that every partition broker 1 led is now
+    led by the next replica of its ISR: ``MOVES_PER_BATCH`` states a batch, each batch
+    followed by its sync (a standby re-encodes its cache after each); the CPU of all of it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = StateChangeLog(f"{tmp}/sc.log", controller_id=1)
+        c = await standby(partitions, 1 if brokers == len(BROKERS) else None, log, brokers=brokers)
+        ctx = c.ctx
+        revision = c.store.revision
+        updates = []
+        for tp in ctx.partitions_led_by(1):
+            lai = ctx.leader_and_isr(tp)
+            assert lai is not None
+            revision += 1
+            moved = LeaderAndIsr(
+                next(r for r in lai.isr if r != 1),
+                lai.leader_epoch + 1,
+                lai.isr,
+                lai.controller_epoch,
+                partition_epoch=revision,
+            )
+            updates.append(ev.PartitionStateUpdate(tp, codec.StoredPartitionState(moved), revision))
+        cpu = time.process_time()
+        for i in range(0, len(updates), MOVES_PER_BATCH):
+            batch = updates[i : i + MOVES_PER_BATCH]
+            await c.handle(ev.PartitionStateChange(tuple(batch)))
+            await c.handle(ev.Synced(batch[-1].mod_revision))
+        cpu = time.process_time() - cpu
+        assert not ctx.partitions_led_by(1), "the standby did not apply the moves"
+        await c.deactivate("done", rebuild=False)  # closes the channels it kept ready
+        log.close()
+    return {"standby_moves": len(updates), "standby_moves_cpu_ms": cpu * 1000}
+
+
 async def measure(
     partitions: int,
     profile: cProfile.Profile | None,
     *,
     with_shutdown: bool = True,
     with_broker_failure: bool = True,
+    with_standby_moves: bool = False,
     brokers: int = len(BROKERS),
 ) -> dict[str, float]:
     out: dict[str, float] = {}
+    if with_standby_moves:
+        out.update(await standby_moves(partitions, brokers))
     with tempfile.TemporaryDirectory() as tmp:
         log = StateChangeLog(f"{tmp}/sc.log", controller_id=1)
         t = time.perf_counter()
@@ -352,6 +397,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-shutdown", action="store_true", help="skip the controlled shutdown")
     parser.add_argument("--no-broker-failure", action="store_true", help="skip the broker failure")
     parser.add_argument(
+        "--standby-moves", action="store_true", help="also a standby applying broker 1's moves"
+    )
+    parser.add_argument(
         "--brokers",
         type=int,
         default=len(BROKERS),
@@ -367,6 +415,7 @@ def main(argv: list[str] | None = None) -> None:
                 profile,
                 with_shutdown=not args.no_shutdown,
                 with_broker_failure=not args.no_broker_failure,
+                with_standby_moves=args.standby_moves,
                 brokers=args.brokers,
             )
         )
