@@ -58,11 +58,11 @@ from services.controller.store import PlanCommit
 
 BROKERS = (1, 2, 3)
 PER_TOPIC = 1_000
-# State changes a standby's watch batch holds in ``--standby-moves``: a commit writes them in
-# fenced transactions of at most ``MAX_TXN_OPS`` (128) operations, fence checks included, and
-# a watch may deliver each in a batch of its own, under the standby's ``CACHE_REFRESH_AT_ONCE``
-# and so re-encoded at once (as py-spy showed a 1,000 x 1,000,000 cluster's standby doing
-# through a controlled shutdown).
+# State changes a standby's watch batch holds in ``--standby-moves``: about one fenced
+# transaction's (a commit writes at most ``MAX_TXN_OPS`` less the fence's two compares, 126
+# states, a transaction). A watch may deliver each transaction in a batch of its own, under
+# the standby's ``CACHE_REFRESH_AT_ONCE`` and so re-encoded at once, as py-spy showed a
+# 1,000 x 1,000,000 cluster's standby doing through a controlled shutdown.
 MOVES_PER_BATCH = 125
 
 
