@@ -424,9 +424,15 @@ def memory(sc: Scenario, fleet: Fleet) -> dict[str, float]:
 
 
 async def scenarios(
-    sc: Scenario, fleet: Fleet, trace: CpuTrace, layout: Layout, rows: list[Row]
+    sc: Scenario,
+    fleet: Fleet,
+    trace: CpuTrace,
+    layout: Layout,
+    rows: list[Row],
+    full_limit: int,
 ) -> str:
-    """The failures, in order, each a row; stops at the first overload and says where."""
+    """The failures, in order, each a row; stops at the first overload and says where. The
+    full-metadata failover runs up to ``full_limit`` brokers x partitions."""
     brokers, partitions = len(layout.brokers), layout.partitions
     try:
         fast = await controller_failover(sc, fleet, trace)
@@ -439,10 +445,9 @@ async def scenarios(
         stopped = await broker_gone(sc, fleet, trace, fleet.processes[1], layout, kill=False)
         rows.append(Row(f"controlled shutdown, {led}", stopped, note="simulation"))
         await quiet(sc)
-        limit = int(os.environ.get(FULL_LIMIT_ENV, FULL_LIMIT))
-        if brokers * partitions > limit:
+        if brokers * partitions > full_limit:
             return (
-                f"controller SIGKILL, full metadata: not run above {limit:,} cached "
+                f"controller SIGKILL, full metadata: not run above {full_limit:,} cached "
                 f"states (brokers x partitions): it would send {brokers - 2:,} brokers "
                 f"{partitions:,} states each"
             )
@@ -472,6 +477,7 @@ async def one_size(
         per = 5 if quick else int(os.environ.get(PER_PROCESS_ENV, PER_PROCESS))
         confirm = bool(os.environ.get(CONFIRM_ENV))
         nice = int(os.environ.get(NICE_ENV, "0"))
+        full_limit = int(os.environ.get(FULL_LIMIT_ENV, FULL_LIMIT))  # read before the creation
         groups = [[VICTIM], [SHUTDOWN], *split_ids(ids[2:], per)]
         endpoints = [sc.cluster.etcd.endpoint]
         fleet = Fleet(
@@ -526,7 +532,7 @@ async def one_size(
             )
             await quiet(sc)
             mem = memory(sc, fleet)
-            stopped_by = await scenarios(sc, fleet, trace, layout, rows)
+            stopped_by = await scenarios(sc, fleet, trace, layout, rows, full_limit)
             losses = sc.lease_losses()
         finally:
             trace.stop()
