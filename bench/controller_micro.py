@@ -9,8 +9,8 @@ loop time alone, which is what the failover and controlled-shutdown targets leav
 
     python -m bench.controller_micro                 # 10,000 and 100,000 partitions
     python -m bench.controller_micro 10000 --profile /tmp/cm.prof
-    python -m bench.controller_micro 1000000 --brokers 1000   # bench scale's target size
-    python -m bench.controller_micro 1000000 --brokers 1000 --standby-moves
+    python -m bench.controller_micro 1_000_000 --brokers 1000   # bench scale's target size
+    python -m bench.controller_micro 1_000_000 --brokers 1000 --standby-moves
 
 Figures per size: ``um_sent_ms`` (failover start -> every broker's UpdateMetadata serialised
 and handed over, i.e. on the wire in the real controller), ``failover_ms`` (the whole failover
