@@ -31,6 +31,11 @@ from services.broker_agent.model import Code
 
 CONTROLLER_EPOCH = 1
 RPC_TIMEOUT_S = 10.0
+CHANNEL_OPTIONS = [
+    ("grpc.use_local_subchannel_pool", 1),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
 
 
 async def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = ""):
@@ -188,14 +193,18 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
     def control(self, broker_id: int) -> control_pb2_grpc.BrokerControlServiceStub:
         # A channel to a killed process sits in reconnect backoff, and an RPC on it fails with
         # UNAVAILABLE until the backoff ends even once the broker is back on the same port; so
-        # a restarted process (a new pid) gets a new channel.
+        # a restarted process (a new pid) gets a new channel. gRPC shares subchannels between
+        # channels to the same address by default, so a new channel would inherit the old one's
+        # backoff; each has its own pool, and a short backoff like the services' channels.
         pid = self.cluster.procs[broker_id].pid
         ch = self._channels.get(broker_id)
         if ch is not None and self._channel_pids.get(broker_id) != pid:
             self._stale.append(self._channels.pop(broker_id))
             ch = None
         if ch is None:
-            ch = self._channels[broker_id] = grpc.aio.insecure_channel(self._address(broker_id))
+            ch = self._channels[broker_id] = grpc.aio.insecure_channel(
+                self._address(broker_id), options=CHANNEL_OPTIONS
+            )
             self._channel_pids[broker_id] = pid
         return control_pb2_grpc.BrokerControlServiceStub(ch)
 
