@@ -20,6 +20,7 @@ from pathlib import Path
 
 import grpc
 
+from leasehold import channels
 from leasehold.broker.v1 import broker_pb2, broker_pb2_grpc, control_pb2, control_pb2_grpc
 from leasehold.common.v1 import common_pb2
 from leasehold.controller.v1 import controller_pb2, controller_pb2_grpc
@@ -31,11 +32,9 @@ from services.broker_agent.model import Code
 
 CONTROLLER_EPOCH = 1
 RPC_TIMEOUT_S = 10.0
-CHANNEL_OPTIONS = [
-    ("grpc.use_local_subchannel_pool", 1),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-]
+# The services' channel options (short reconnect backoff), each channel with its own
+# subchannels: see ``ControllerDouble.control``.
+CHANNEL_OPTIONS = [*channels.CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1)]
 
 
 async def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = ""):
@@ -195,7 +194,7 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         # UNAVAILABLE until the backoff ends even once the broker is back on the same port; so
         # a restarted process (a new pid) gets a new channel. gRPC shares subchannels between
         # channels to the same address by default, so a new channel would inherit the old one's
-        # backoff; each has its own pool, and a short backoff like the services' channels.
+        # backoff; each has its own pool.
         pid = self.cluster.procs[broker_id].pid
         ch = self._channels.get(broker_id)
         if ch is not None and self._channel_pids.get(broker_id) != pid:
