@@ -13,9 +13,10 @@ from leasehold.common.v1 import common_pb2
 from leasehold.errors import InvalidRequestError
 from leasehold.heap import BULK_PARTITIONS, HeapFreezer
 from services.broker_agent.metadata_cache import MetadataCache
+from services.broker_agent.simulation import sharing as sharing_module
 from services.broker_agent.simulation.broker import Observation, ObservedControlServicer
 from services.broker_agent.simulation.replicas import SimulatedReplicas
-from services.broker_agent.simulation.sharing import SharedDecodes, Sharing, body_of
+from services.broker_agent.simulation.sharing import Body, SharedDecodes, Sharing, body_of
 
 STATES = [
     control_pb2.UpdateMetadataPartitionState(
@@ -52,6 +53,23 @@ def test_a_body_is_decoded_once_and_each_broker_keeps_its_header():
     assert (first.broker_epoch, second.broker_epoch) == (11, 12)
     assert first.partitions is second.partitions
     assert first.topic_runs is second.topic_runs  # the caches then share the topic states
+
+
+def test_bodies_whose_checksums_collide_are_decoded_apart(monkeypatch):
+    """A body's key is hashed by a checksum; it matches the same bytes alone."""
+    monkeypatch.setattr(sharing_module.crc32c, "crc32c", lambda data: 0)
+    moved = control_pb2.UpdateMetadataPartitionState()
+    moved.CopyFrom(STATES[0])
+    moved.leader = 2
+    one = body_of(request(1).SerializeToString())
+    other = body_of(request(1, partition_states=[moved, *STATES[1:]]).SerializeToString())
+    assert len(one) == len(other) and hash(Body(one)) == hash(Body(other)) and one != other
+    assert Body(one) == Body(bytes(bytearray(one))) and Body(one) != Body(other)
+    decodes = SharedDecodes()
+    first = decodes.update_metadata(request(11))
+    second = decodes.update_metadata(request(12, partition_states=[moved, *STATES[1:]]))
+    assert (decodes.hits, decodes.misses) == (0, 2)
+    assert (first.partitions[0].leader, second.partitions[0].leader) == (1, 2)
 
 
 def test_a_malformed_body_is_refused_every_time():
